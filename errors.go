@@ -1,0 +1,90 @@
+package holdover
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Code is a stable error code. It is part of the protocol: agents, Clients
+// and operators branch on it, so a code is never renamed.
+type Code string
+
+// The error codes of SPEC.md §8.
+const (
+	CodeAskTimedOut        Code = "ASK_TIMED_OUT"
+	CodeAskAborted         Code = "ASK_ABORTED"
+	CodeAskCancelled       Code = "ASK_CANCELLED"
+	CodeNoProvider         Code = "NO_PROVIDER"
+	CodeBadTimeout         Code = "BAD_TIMEOUT"
+	CodeDuplicateWait      Code = "DUPLICATE_WAIT"
+	CodeEmptyQuestions     Code = "EMPTY_QUESTIONS"
+	CodeBadIntent          Code = "BAD_INTENT"
+	CodeCallerNotLive      Code = "CALLER_NOT_LIVE"
+	CodeDelegatedCaller    Code = "DELEGATED_CALLER"
+	CodeReplyQueued        Code = "REPLY_QUEUED"
+	CodeBadAnswer          Code = "BAD_ANSWER"
+	CodeToolOutcomeUnknown Code = "TOOL_OUTCOME_UNKNOWN"
+)
+
+// Codes for input and infrastructure failures that are not question
+// semantics but still cross process boundaries with a stable meaning.
+const (
+	// CodeBadRequest marks input that could not be parsed or names an
+	// invalid id; nothing was changed.
+	CodeBadRequest Code = "BAD_REQUEST"
+	// CodeNotFound marks an unknown Session or call where the operation
+	// needs one to exist.
+	CodeNotFound Code = "NOT_FOUND"
+	// CodeInternal marks a failure the caller cannot fix by changing its input.
+	CodeInternal Code = "INTERNAL"
+)
+
+// Error is an error with a stable code. Build one with [New] or [Newf] and
+// read the code back with [CodeOf]; wrapping keeps the code.
+type Error struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &holdover.Error{Code: c}) matches any message.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// New returns an error with code and message, carrying a stack trace.
+func New(code Code, message string) error {
+	return errors.WithStackDepth(&Error{Code: code, Message: message}, 1)
+}
+
+// Newf is [New] with a format.
+func Newf(code Code, format string, args ...any) error {
+	return errors.WithStackDepth(&Error{Code: code, Message: fmt.Sprintf(format, args...)}, 1)
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or "" when
+// err is nil or carries no code.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// HasCode reports whether err carries code.
+func HasCode(err error, code Code) bool { return err != nil && CodeOf(err) == code }
+
+// Wire returns the form of err that crosses a process boundary: its code
+// (CodeInternal when it has none) and its full message.
+func Wire(err error) *Error {
+	code := CodeOf(err)
+	if code == "" {
+		code = CodeInternal
+	}
+	return &Error{Code: code, Message: err.Error()}
+}

@@ -1,0 +1,82 @@
+package projection
+
+import "github.com/holdover-dev/holdover"
+
+// Status is the state of an active call.
+type Status string
+
+const (
+	// Open: the tool call is recorded and its foreground wait may be running.
+	Open Status = "open"
+	// Continued: the tool returned pending (or was repaired as
+	// TOOL_OUTCOME_UNKNOWN); the question is answerable through the late-answer RPC.
+	Continued Status = "continued"
+)
+
+// Call is an active question call.
+type Call struct {
+	CallID    string              `json:"callId"`
+	Status    Status              `json:"status"`
+	Questions []holdover.Question `json:"questions"`
+	// ParentCallID is the run_code call that dispatched this call (D4).
+	ParentCallID string `json:"parentCallId,omitempty"`
+	// Blocking marks a timed-schema call made with timeout -1 (M3).
+	Blocking bool `json:"blocking,omitempty"`
+	// Queued is the late reply waiting in the inbox for admission, if any.
+	// It does not settle the call (D5); a discard or Turn end clears it.
+	Queued *Queued `json:"queued,omitempty"`
+	// Seq is the Session seq of the event that opened the call.
+	Seq uint64 `json:"seq"`
+}
+
+// Queued is a late reply that was spliced into the agent's inbox.
+type Queued struct {
+	MessageID string            `json:"messageId"`
+	Answers   []holdover.Answer `json:"answers"`
+	Seq       uint64            `json:"seq"`
+}
+
+// Settled is a call with its answer batch. Settled batches stay, so the
+// original tool row can show late answers while its own result is pending.
+type Settled struct {
+	CallID    string              `json:"callId"`
+	Questions []holdover.Question `json:"questions"`
+	Answers   []holdover.Answer   `json:"answers"`
+	// Late is true when an admitted reply settled the call after it
+	// continued, false when its tool result carried the batch.
+	Late bool `json:"late"`
+	// Seq is the Session seq of the settling event.
+	Seq uint64 `json:"seq"`
+}
+
+// View is the projection of one Session: what the userQuestions bucket
+// stores under the Session id.
+type View struct {
+	Active  []Call    `json:"active"`
+	Settled []Settled `json:"settled"`
+	// Timed reports whether the latest request/header offered the timed
+	// ask_user_question schema (D2).
+	Timed bool `json:"timed"`
+	// LastSeq is the Session seq of the last folded event.
+	LastSeq uint64 `json:"lastSeq"`
+}
+
+// Find returns the active call with callID.
+func (v *View) Find(callID string) (*Call, bool) {
+	for i := range v.Active {
+		if v.Active[i].CallID == callID {
+			return &v.Active[i], true
+		}
+	}
+	return nil, false
+}
+
+// FindSettled returns the settled call with callID.
+func (v *View) FindSettled(callID string) (*Settled, bool) {
+	for i := range v.Settled {
+		if v.Settled[i].CallID == callID {
+			return &v.Settled[i], true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,135 @@
+package streams
+
+import (
+	"encoding/base64"
+	"regexp"
+	"strings"
+
+	"github.com/holdover-dev/holdover"
+)
+
+// Stream and bucket names.
+const (
+	SessionsStream     = "SESSIONS"
+	InboxStream        = "INBOX"
+	QuestionsBucket    = "userQuestions"
+	RootsBucket        = "liveRoots"
+	ReservationsBucket = "replyReservations"
+)
+
+// Subject prefixes.
+const (
+	root          = "holdover"
+	sessionPrefix = root + ".session."
+	// ServicePrefix is the subject group of the userQuestions micro service.
+	ServicePrefix = root + ".q"
+	// ResumeSubject is where the runtime pool takes resume requests (D7).
+	ResumeSubject = root + ".runtime.resume"
+)
+
+// MaxIDLength bounds Session and call ids.
+const MaxIDLength = 128
+
+var plainID = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// CheckSession rejects a Session id that is empty, too long, or holds
+// anything but letters, digits, '-' and '_'. Session ids name subjects and
+// KV keys as they are, so an operator can type them.
+func CheckSession(id string) error {
+	switch {
+	case id == "":
+		return holdover.New(holdover.CodeBadRequest, "session id is empty")
+	case len(id) > MaxIDLength:
+		return holdover.Newf(holdover.CodeBadRequest, "session id is %d bytes, over the %d byte limit", len(id), MaxIDLength)
+	case !plainID.MatchString(id):
+		return holdover.Newf(holdover.CodeBadRequest, "session id %q may hold only letters, digits, '-' and '_'", id)
+	}
+	return nil
+}
+
+// Token turns any non-empty id (a model's tool call id, say) into a string
+// that is safe as a subject token, a KV key part and a consumer name. Plain
+// ids stay as they are; others become '=' followed by their unpadded
+// base64url form, which no plain id starts with, so Token is one-to-one.
+func Token(id string) (string, error) {
+	switch {
+	case id == "":
+		return "", holdover.New(holdover.CodeBadRequest, "id is empty")
+	case len(id) > MaxIDLength:
+		return "", holdover.Newf(holdover.CodeBadRequest, "id is %d bytes, over the %d byte limit", len(id), MaxIDLength)
+	case plainID.MatchString(id):
+		return id, nil
+	}
+	return "=" + base64.RawURLEncoding.EncodeToString([]byte(id)), nil
+}
+
+// FromToken reverses [Token].
+func FromToken(tok string) (string, error) {
+	enc, ok := strings.CutPrefix(tok, "=")
+	if !ok {
+		if !plainID.MatchString(tok) {
+			return "", holdover.Newf(holdover.CodeBadRequest, "%q is not a token", tok)
+		}
+		return tok, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		return "", holdover.Newf(holdover.CodeBadRequest, "%q is not a token: %v", tok, err)
+	}
+	return string(raw), nil
+}
+
+// SessionSubject returns holdover.session.<sid>.<suffix> after checking sid.
+func SessionSubject(sid, suffix string) (string, error) {
+	if err := CheckSession(sid); err != nil {
+		return "", err
+	}
+	return sessionPrefix + sid + "." + suffix, nil
+}
+
+// SessionFromSubject returns the Session id of a holdover.session.<sid>.… subject.
+func SessionFromSubject(subject string) (string, bool) {
+	rest, ok := strings.CutPrefix(subject, sessionPrefix)
+	if !ok {
+		return "", false
+	}
+	sid, _, ok := strings.Cut(rest, ".")
+	return sid, ok && sid != ""
+}
+
+// Per-Session subject suffixes.
+const (
+	eventsSuffix = "events"
+	inboxSuffix  = "inbox"
+	askSuffix    = "ask"
+	cancelSuffix = "ask.cancel"
+)
+
+// EventsSubject is the Session log subject of sid.
+func EventsSubject(sid string) (string, error) { return SessionSubject(sid, eventsSuffix) }
+
+// InboxSubject is the durable inbox subject of sid.
+func InboxSubject(sid string) (string, error) { return SessionSubject(sid, inboxSuffix) }
+
+// AskSubject is the core subject where waterfall requests for sid go to
+// the Clients watching it.
+func AskSubject(sid string) (string, error) { return SessionSubject(sid, askSuffix) }
+
+// CancelSubject is the core subject where the Host tells Clients a
+// request of sid ended.
+func CancelSubject(sid string) (string, error) { return SessionSubject(sid, cancelSuffix) }
+
+// Key joins KV key parts, each already checked or tokenised, with '.'.
+func Key(parts ...string) string { return strings.Join(parts, ".") }
+
+// ReservationKey is the reply reservation key of (sid, callID).
+func ReservationKey(sid, callID string) (string, error) {
+	if err := CheckSession(sid); err != nil {
+		return "", err
+	}
+	tok, err := Token(callID)
+	if err != nil {
+		return "", err
+	}
+	return Key(sid, tok), nil
+}

@@ -1,0 +1,56 @@
+package streams_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+func TestSessionIDsThatWouldBeWildcardsAreRejected(t *testing.T) {
+	for _, bad := range []string{"", "a.b", "*", ">", "a b", "ä", strings.Repeat("x", 129), "a/b", "a:b"} {
+		_, err := streams.EventsSubject(bad)
+		require.Error(t, err, "%q", bad)
+		require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
+	}
+	subj, err := streams.EventsSubject("s-1_A")
+	require.NoError(t, err)
+	require.Equal(t, "holdover.session.s-1_A.events", subj)
+	sid, ok := streams.SessionFromSubject(subj)
+	require.True(t, ok)
+	require.Equal(t, "s-1_A", sid)
+}
+
+func TestTokenIsOneToOneAndSafe(t *testing.T) {
+	for _, id := range []string{"call_1", "toolu_01ABC", "a.b", "*", ">", "x y", "=abc", "ünï"} {
+		tok, err := streams.Token(id)
+		require.NoError(t, err)
+		require.NotContains(t, tok, ".")
+		require.NotContains(t, tok, "*")
+		require.NotContains(t, tok, ">")
+		require.NotContains(t, tok, " ")
+		back, err := streams.FromToken(tok)
+		require.NoError(t, err)
+		require.Equal(t, id, back)
+	}
+	_, err := streams.Token("")
+	require.Error(t, err)
+}
+
+func FuzzToken(f *testing.F) {
+	f.Add("call_1")
+	f.Add("a.b*>")
+	f.Fuzz(func(t *testing.T, id string) {
+		tok, err := streams.Token(id)
+		if err != nil {
+			return
+		}
+		require.False(t, strings.ContainsAny(tok, ".*> \t\r\n/"), "token %q", tok)
+		back, err := streams.FromToken(tok)
+		require.NoError(t, err)
+		require.Equal(t, id, back)
+	})
+}

@@ -1,0 +1,176 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+)
+
+// Config chooses how the topology is stored. The zero value is one replica
+// on file storage.
+type Config struct {
+	// Replicas per stream and bucket: 1 for a single server, 3 for a cluster.
+	Replicas int
+	// Memory keeps streams and buckets in memory instead of files (tests).
+	Memory bool
+	// MaxConsumers bounds consumers per stream; claims are consumers, so it
+	// must allow the number of concurrent claims. 0 leaves the server default.
+	MaxConsumers int
+	// DuplicateWindow is how long a message id makes a retried publish a
+	// no-op. 0 means 10 minutes.
+	DuplicateWindow time.Duration
+}
+
+func (c Config) replicas() int {
+	if c.Replicas < 1 {
+		return 1
+	}
+	return c.Replicas
+}
+
+func (c Config) storage() jetstream.StorageType {
+	if c.Memory {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
+func (c Config) duplicates() time.Duration {
+	if c.DuplicateWindow <= 0 {
+		return 10 * time.Minute
+	}
+	return c.DuplicateWindow
+}
+
+// Topology holds handles to every provisioned stream and bucket.
+type Topology struct {
+	Sessions     jetstream.Stream
+	Inbox        jetstream.Stream
+	Questions    jetstream.KeyValue
+	Roots        jetstream.KeyValue
+	Reservations jetstream.KeyValue
+}
+
+// StreamConfigs returns the desired stream configurations.
+func (c Config) StreamConfigs() []jetstream.StreamConfig {
+	base := func(name, description, subject string) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name:         name,
+			Description:  description,
+			Subjects:     []string{subject},
+			Retention:    jetstream.LimitsPolicy,
+			Storage:      c.storage(),
+			Replicas:     c.replicas(),
+			MaxConsumers: c.MaxConsumers,
+			MaxMsgSize:   1 << 20,
+			Duplicates:   c.duplicates(),
+			AllowDirect:  true,
+		}
+	}
+	return []jetstream.StreamConfig{
+		base(SessionsStream, "Holdover Session logs: one subject per Session", sessionPrefix+"*."+eventsSuffix),
+		base(InboxStream, "Holdover Session inboxes: durable steered messages", sessionPrefix+"*."+inboxSuffix),
+	}
+}
+
+// BucketConfigs returns the desired KV bucket configurations.
+func (c Config) BucketConfigs() []jetstream.KeyValueConfig {
+	kv := func(name, description string) jetstream.KeyValueConfig {
+		return jetstream.KeyValueConfig{
+			Bucket:      name,
+			Description: description,
+			History:     1,
+			Storage:     c.storage(),
+			Replicas:    c.replicas(),
+		}
+	}
+	return []jetstream.KeyValueConfig{
+		kv(QuestionsBucket, "Holdover userQuestions projection, key = Session id"),
+		kv(RootsBucket, "Holdover live runtime root per Session, key = Session id"),
+		kv(ReservationsBucket, "Holdover late-reply reservations, key = <session>.<call token>"),
+	}
+}
+
+// Provision creates or updates every stream and bucket. It is idempotent.
+// A change JetStream cannot make in place (storage type, say) is an error
+// that names the stream and field.
+func Provision(ctx context.Context, js jetstream.JetStream, c Config) (*Topology, error) {
+	var handles []jetstream.Stream
+	for _, want := range c.StreamConfigs() {
+		s, err := ensureStream(ctx, js, want)
+		if err != nil {
+			return nil, err
+		}
+		handles = append(handles, s)
+	}
+	var buckets []jetstream.KeyValue
+	for _, want := range c.BucketConfigs() {
+		kv, err := ensureBucket(ctx, js, want)
+		if err != nil {
+			return nil, err
+		}
+		buckets = append(buckets, kv)
+	}
+	return &Topology{
+		Sessions: handles[0], Inbox: handles[1],
+		Questions: buckets[0], Roots: buckets[1], Reservations: buckets[2],
+	}, nil
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	existing, err := js.Stream(ctx, want.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		s, err := js.CreateStream(ctx, want)
+		if err != nil {
+			return nil, holdover.Newf(holdover.CodeInternal, "create stream %s: %v", want.Name, err)
+		}
+		return s, nil
+	case err != nil:
+		return nil, holdover.Newf(holdover.CodeInternal, "look up stream %s: %v", want.Name, err)
+	}
+	have := existing.CachedInfo().Config
+	if err := immutable(want.Name, have.Storage != want.Storage, "storage", have.Storage, want.Storage); err != nil {
+		return nil, err
+	}
+	if err := immutable(want.Name, have.Retention != want.Retention, "retention", have.Retention, want.Retention); err != nil {
+		return nil, err
+	}
+	s, err := js.UpdateStream(ctx, want)
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "update stream %s: %v", want.Name, err)
+	}
+	return s, nil
+}
+
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	existing, err := js.KeyValue(ctx, want.Bucket)
+	if err == nil {
+		status, err := existing.Status(ctx)
+		if err != nil {
+			return nil, holdover.Newf(holdover.CodeInternal, "read bucket %s: %v", want.Bucket, err)
+		}
+		info := status.(*jetstream.KeyValueBucketStatus).StreamInfo()
+		if err := immutable("KV "+want.Bucket, info.Config.Storage != want.Storage, "storage", info.Config.Storage, want.Storage); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, holdover.Newf(holdover.CodeInternal, "look up bucket %s: %v", want.Bucket, err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, want)
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "provision bucket %s: %v", want.Bucket, err)
+	}
+	return kv, nil
+}
+
+func immutable(name string, changed bool, field string, have, want any) error {
+	if !changed {
+		return nil
+	}
+	return holdover.Newf(holdover.CodeBadRequest, "stream %s exists with %s %v; JetStream cannot change it to %v in place: migrate the data or use a fresh server", name, field, have, want)
+}
