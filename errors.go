@@ -38,6 +38,9 @@ const (
 	CodeNotFound Code = "NOT_FOUND"
 	// CodeInternal marks a failure the caller cannot fix by changing its input.
 	CodeInternal Code = "INTERNAL"
+	// CodeConflict marks a write that lost to a concurrent one, such as an
+	// append by a stale Session writer.
+	CodeConflict Code = "CONFLICT"
 )
 
 // Error is an error with a stable code. Build one with [New] or [Newf] and

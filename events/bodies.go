@@ -102,7 +102,7 @@ type ToolResult struct {
 	Error   *ToolError `json:"error,omitempty"`
 }
 
-func (*ToolResult) EventType() Type { return TypeToolResult }
+func (*ToolResult) EventType() Type   { return TypeToolResult }
 func (r *ToolResult) Validate() error { return required("tool/result", "callId", r.CallID) }
 
 // PTCDispatch records one tool call made from inside run_code (programmatic

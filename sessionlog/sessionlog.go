@@ -1,0 +1,154 @@
+// Package sessionlog reads and appends Session logs: one JetStream subject
+// per Session in the SESSIONS stream, one encoded event per message.
+//
+// Appends are fenced: each names the Session seq it follows, so a stale or
+// second writer fails with CONFLICT instead of interleaving its events. The
+// package never interprets events beyond decoding them.
+package sessionlog
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// PrevHeader carries the Session seq an event was appended after, so a
+// reader can tell whether it has seen every earlier event of the Session.
+const PrevHeader = "Holdover-Prev-Seq"
+
+// Log is the set of Session logs in one stream.
+type Log struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+}
+
+// New returns the logs kept in stream (normally the SESSIONS stream).
+func New(js jetstream.JetStream, stream jetstream.Stream) *Log {
+	return &Log{js: js, stream: stream}
+}
+
+// Append records e as the event after seq `after` of Session sid (0 for the
+// first event) and returns its Session seq. It fails with CONFLICT when the
+// Session's last event is not `after`.
+func (l *Log) Append(ctx context.Context, sid string, after uint64, e events.Event) (uint64, error) {
+	subject, err := streams.EventsSubject(sid)
+	if err != nil {
+		return 0, err
+	}
+	data, err := events.Encode(e)
+	if err != nil {
+		return 0, err
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	msg.Header.Set(PrevHeader, strconv.FormatUint(after, 10))
+	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(after))
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return 0, holdover.Newf(holdover.CodeConflict, "session %s has moved past seq %d: another writer appended first", sid, after)
+		}
+		return 0, holdover.Newf(holdover.CodeInternal, "append to session %s: %v", sid, err)
+	}
+	return ack.Sequence, nil
+}
+
+// Last returns the Session seq of sid's last event, 0 when it has none.
+func (l *Log) Last(ctx context.Context, sid string) (uint64, error) {
+	subject, err := streams.EventsSubject(sid)
+	if err != nil {
+		return 0, err
+	}
+	m, err := l.stream.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, holdover.Newf(holdover.CodeInternal, "read last event of session %s: %v", sid, err)
+	}
+	return m.Sequence, nil
+}
+
+// Read returns sid's events after seq `after`, up to its last event at the
+// time of the call, in order. An event that no longer decodes is returned
+// with its error in bad, never silently dropped.
+func (l *Log) Read(ctx context.Context, sid string, after uint64) (evts []events.Event, bad []BadEvent, err error) {
+	subject, err := streams.EventsSubject(sid)
+	if err != nil {
+		return nil, nil, err
+	}
+	last, err := l.Last(ctx, sid)
+	if err != nil || last <= after {
+		return nil, nil, err
+	}
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{subject},
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       after + 1,
+		InactiveThreshold: 5 * time.Second,
+	})
+	if err != nil {
+		return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
+	}
+	for {
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			e, seq, derr := DecodeMsg(m)
+			if derr != nil {
+				bad = append(bad, BadEvent{Seq: seq, Err: derr})
+			} else {
+				evts = append(evts, e)
+			}
+			if seq >= last {
+				return evts, bad, nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
+		}
+		if n == 0 {
+			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: no event arrived before seq %d", sid, last)
+		}
+	}
+}
+
+// BadEvent is a stored message that does not decode as an event.
+type BadEvent struct {
+	Seq uint64
+	Err error
+}
+
+// DecodeMsg decodes a stored Session message and returns its Session seq.
+func DecodeMsg(m jetstream.Msg) (events.Event, uint64, error) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return events.Event{}, 0, holdover.Newf(holdover.CodeInternal, "message has no JetStream metadata: %v", err)
+	}
+	e, err := events.Decode(m.Data())
+	e.Seq = meta.Sequence.Stream
+	return e, meta.Sequence.Stream, err
+}
+
+// Prev returns the Session seq a stored message was appended after, and
+// whether it carried one.
+func Prev(h nats.Header) (uint64, bool) {
+	v := h.Get(PrevHeader)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
+}

@@ -1,0 +1,85 @@
+package sessionlog_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+func TestAppendIsFencedAndReadReturnsTheSession(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	ctx := context.Background()
+	at := time.Unix(1700000000, 0).UTC()
+
+	var last uint64
+	for i := range 5 {
+		seq, err := log.Append(ctx, "a", last, events.New(at, &events.StepEnd{Turn: "t", Step: i}))
+		require.NoError(t, err)
+		last = seq
+	}
+	_, err := log.Append(ctx, "b", 0, events.New(at, &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+	_, err = log.Append(ctx, "b", 0, events.New(at, &events.TurnStart{Turn: "t2"}))
+	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err), "a writer that names a stale seq is fenced out")
+	_, err = log.Append(ctx, "a", 3, events.New(at, &events.TurnEnd{Turn: "t"}))
+	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err))
+
+	got, bad, err := log.Read(ctx, "a", 0)
+	require.NoError(t, err)
+	require.Empty(t, bad)
+	require.Len(t, got, 5)
+	for i, e := range got {
+		require.Equal(t, i, e.Body.(*events.StepEnd).Step)
+	}
+	tail, _, err := log.Read(ctx, "a", got[2].Seq)
+	require.NoError(t, err)
+	require.Len(t, tail, 2)
+	require.Equal(t, got[3].Seq, tail[0].Seq)
+
+	n, err := log.Last(ctx, "b")
+	require.NoError(t, err)
+	require.NotZero(t, n)
+	none, _, err := log.Read(ctx, "nobody", 0)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+func TestStoredMessageNamesItsPredecessor(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	ctx := context.Background()
+	first, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+	second, err := log.Append(ctx, "s", first, events.New(time.Now(), &events.TurnEnd{Turn: "t"}))
+	require.NoError(t, err)
+	m, err := env.Topology.Sessions.GetMsg(ctx, second)
+	require.NoError(t, err)
+	prev, ok := sessionlog.Prev(m.Header)
+	require.True(t, ok)
+	require.Equal(t, first, prev)
+}
+
+func TestReadReportsUndecodableEvents(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	ctx := context.Background()
+	subj, _ := streams.EventsSubject("s")
+	_, err := env.JS.Publish(ctx, subj, []byte("{not json"))
+	require.NoError(t, err)
+	_, err = env.JS.Publish(ctx, subj, []byte(`{"type":"future/thing","at":"2026-01-01T00:00:00Z","data":{}}`))
+	require.NoError(t, err)
+	got, bad, err := log.Read(ctx, "s", 0)
+	require.NoError(t, err)
+	require.Len(t, bad, 1)
+	require.Len(t, got, 1)
+	require.False(t, got[0].Known(), "an unknown type is kept and passed over")
+}
