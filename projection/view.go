@@ -1,6 +1,10 @@
 package projection
 
-import "github.com/holdover-dev/holdover"
+import (
+	"encoding/json"
+
+	"github.com/holdover-dev/holdover"
+)
 
 // Status is the state of an active call.
 type Status string
@@ -59,6 +63,19 @@ type View struct {
 	Timed bool `json:"timed"`
 	// LastSeq is the Session seq of the last folded event.
 	LastSeq uint64 `json:"lastSeq"`
+}
+
+// MarshalJSON writes Active and Settled as [] rather than null, so an
+// operator reading the bucket sees the same shape for every Session.
+func (v View) MarshalJSON() ([]byte, error) {
+	type plain View
+	if v.Active == nil {
+		v.Active = []Call{}
+	}
+	if v.Settled == nil {
+		v.Settled = []Settled{}
+	}
+	return json.Marshal(plain(v))
 }
 
 // Find returns the active call with callID.

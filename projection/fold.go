@@ -1,0 +1,310 @@
+package projection
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+)
+
+// maxTimeoutSeconds is the largest timeout a timed call may ask for: the
+// foreground wait is bounded at 2147483647 ms (W1), so whole seconds stop
+// at 2147483 (M2).
+const maxTimeoutSeconds = 2147483
+
+// blockingTimeout is the timed-schema timeout that asks without a deadline (M3).
+const blockingTimeout = -1
+
+// New returns the View of a Session with no events: no calls, not timed.
+func New() View { return View{Active: []Call{}, Settled: []Settled{}} }
+
+// Fold folds a whole Session log, in order, from the empty View.
+func Fold(log []events.Event) View {
+	v := New()
+	for _, e := range log {
+		v.Apply(e)
+	}
+	return v
+}
+
+// Apply folds one event into v (D2–D5). It is deterministic and does no
+// I/O. An event whose Seq is not past v.LastSeq is ignored, so a redelivered
+// event changes nothing; otherwise v.LastSeq becomes e.Seq. Session seqs
+// start at 1. Events that say nothing about questions, including event
+// types this version does not know, change only LastSeq.
+func (v *View) Apply(e events.Event) {
+	if e.Seq <= v.LastSeq {
+		return
+	}
+	v.LastSeq = e.Seq
+	switch b := e.Body.(type) {
+	case *events.RequestHeader:
+		v.Timed = offersTimedTool(b.Tools)
+	case *events.ToolCall:
+		v.applyCall(b, e.Seq)
+	case *events.ToolResult:
+		v.applyResult(b, e.Seq)
+	case *events.PTCDispatch:
+		v.applyDispatch(b, e.Seq)
+	case *events.UserMessage:
+		v.applyAdmission(b.Message, e.Seq)
+	case *events.InboxSpliced:
+		v.applySplice(b.Message, e.Seq)
+	case *events.InboxDiscarded:
+		v.applyDiscard(b.MessageID)
+	case *events.TurnEnd:
+		v.releaseQueued()
+	}
+}
+
+// Clone returns a deep copy of v that shares no memory with it, so a
+// cached View can be folded further without touching the original.
+func (v View) Clone() View {
+	out := View{
+		Active:  make([]Call, len(v.Active)),
+		Settled: make([]Settled, len(v.Settled)),
+		Timed:   v.Timed,
+		LastSeq: v.LastSeq,
+	}
+	for i, c := range v.Active {
+		c.Questions = cloneQuestions(c.Questions)
+		if c.Queued != nil {
+			q := *c.Queued
+			q.Answers = cloneAnswers(q.Answers)
+			c.Queued = &q
+		}
+		out.Active[i] = c
+	}
+	for i, s := range v.Settled {
+		s.Questions = cloneQuestions(s.Questions)
+		s.Answers = cloneAnswers(s.Answers)
+		out.Settled[i] = s
+	}
+	return out
+}
+
+// applyCall opens a native ask_user_question call made under a timed
+// header (D3). Legacy and invalid calls are not tracked (M1).
+func (v *View) applyCall(c *events.ToolCall, seq uint64) {
+	if !v.Timed || c.Name != holdover.ToolName {
+		return
+	}
+	args, ok := parseArgs(c.Arguments)
+	if !ok {
+		return
+	}
+	v.track(Call{
+		CallID:    c.CallID,
+		Status:    Open,
+		Questions: args.Questions,
+		Blocking:  args.Timeout != nil && *args.Timeout == blockingTimeout,
+		Seq:       seq,
+	})
+}
+
+// applyResult moves an open call on by its tool result (D3): pending or a
+// resume repair continues it, a valid answer batch settles it, anything
+// else removes it. Results for calls that are not open change nothing.
+func (v *View) applyResult(r *events.ToolResult, seq uint64) {
+	i := v.activeIndex(r.CallID)
+	if i < 0 || v.Active[i].Status != Open {
+		return
+	}
+	call := &v.Active[i]
+	if r.Error != nil && r.Error.Code == holdover.CodeToolOutcomeUnknown {
+		call.Status = Continued
+		return
+	}
+	if failed(r.IsError, r.Error) {
+		v.removeActive(i)
+		return
+	}
+	text := events.JoinText(r.Content)
+	if _, pending := holdover.ParsePending(text); pending {
+		call.Status = Continued
+		return
+	}
+	batch, err := holdover.ParseBatch([]byte(text))
+	if err != nil || holdover.ValidateBatch(call.Questions, batch.Answers) != nil {
+		v.removeActive(i)
+		return
+	}
+	v.settle(i, batch.Answers, false, seq)
+}
+
+// applyDispatch enters a run_code sub-call that returned pending (D4). The
+// header lists only run_code, so this does not depend on Timed.
+func (v *View) applyDispatch(d *events.PTCDispatch, seq uint64) {
+	if d.Name != holdover.ToolName || failed(d.IsError, d.Error) {
+		return
+	}
+	if _, pending := holdover.ParsePending(events.JoinText(d.Content)); !pending {
+		return
+	}
+	args, ok := parseArgs(d.Arguments)
+	if !ok {
+		return
+	}
+	v.track(Call{
+		CallID:       d.CallID,
+		Status:       Continued,
+		Questions:    args.Questions,
+		ParentCallID: d.ParentCallID,
+		Blocking:     args.Timeout != nil && *args.Timeout == blockingTimeout,
+		Seq:          seq,
+	})
+}
+
+// applyAdmission settles the active call a late reply names once the reply
+// is admitted into the agent's context (D5). The source, not the text,
+// identifies a reply (G1); unreadable text settles with an empty batch.
+func (v *View) applyAdmission(m events.Message, seq uint64) {
+	if !m.Source.IsQuestionReply() {
+		return
+	}
+	i := v.activeIndex(m.Source.CallID)
+	if i < 0 {
+		return
+	}
+	v.settle(i, replyAnswers(m, v.Active[i].Questions), true, seq)
+}
+
+// applySplice records a late reply that reached the agent's inbox. It
+// never settles the call: only admission does (D5, D8).
+func (v *View) applySplice(m events.Message, seq uint64) {
+	if !m.Source.IsQuestionReply() {
+		return
+	}
+	i := v.activeIndex(m.Source.CallID)
+	if i < 0 {
+		return
+	}
+	v.Active[i].Queued = &Queued{MessageID: m.ID, Answers: replyAnswers(m, v.Active[i].Questions), Seq: seq}
+}
+
+// applyDiscard releases the queued reply with messageID (D8, P5).
+func (v *View) applyDiscard(messageID string) {
+	for i := range v.Active {
+		if q := v.Active[i].Queued; q != nil && q.MessageID == messageID {
+			v.Active[i].Queued = nil
+		}
+	}
+}
+
+// releaseQueued drops every queued reply: a Turn that ends without
+// admitting its reply releases it (D8).
+func (v *View) releaseQueued() {
+	for i := range v.Active {
+		v.Active[i].Queued = nil
+	}
+}
+
+// track adds c at the end of Active, replacing any active or settled
+// entry with the same call id, so call ids stay unique across the View.
+func (v *View) track(c Call) {
+	if i := v.activeIndex(c.CallID); i >= 0 {
+		v.removeActive(i)
+	}
+	if i := v.settledIndex(c.CallID); i >= 0 {
+		v.Settled = slices.Delete(v.Settled, i, i+1)
+	}
+	v.Active = append(v.Active, c)
+}
+
+// settle moves Active[i] to the end of Settled with answers.
+func (v *View) settle(i int, answers []holdover.Answer, late bool, seq uint64) {
+	c := v.Active[i]
+	v.removeActive(i)
+	v.Settled = append(v.Settled, Settled{CallID: c.CallID, Questions: c.Questions, Answers: answers, Late: late, Seq: seq})
+}
+
+func (v *View) removeActive(i int) { v.Active = slices.Delete(v.Active, i, i+1) }
+
+func (v *View) activeIndex(callID string) int {
+	return slices.IndexFunc(v.Active, func(c Call) bool { return c.CallID == callID })
+}
+
+func (v *View) settledIndex(callID string) int {
+	return slices.IndexFunc(v.Settled, func(s Settled) bool { return s.CallID == callID })
+}
+
+// offersTimedTool reports whether a request header's tools hold the timed
+// ask_user_question schema: one whose input schema has a timeout
+// property (D2, M2). A legacy schema has none.
+func offersTimedTool(tools []events.ToolSchema) bool {
+	for _, t := range tools {
+		if t.Name == holdover.ToolName && hasTimeoutProperty(t.InputSchema) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasTimeoutProperty reports whether schema is an object schema (its type,
+// when given, is "object") whose properties name timeout. An unparsable
+// schema has no properties.
+func hasTimeoutProperty(schema json.RawMessage) bool {
+	var s struct {
+		Type       *string                    `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil || (s.Type != nil && *s.Type != "object") {
+		return false
+	}
+	timeout, ok := s.Properties["timeout"]
+	return ok && string(timeout) != "null"
+}
+
+// parseArgs decodes and checks the arguments of an ask_user_question
+// call: valid questions (M4) and, when present, a timeout of -1 or
+// 1..2147483 seconds (M2, M3). Calls with other arguments are not tracked.
+func parseArgs(raw json.RawMessage) (holdover.ToolArgs, bool) {
+	var args holdover.ToolArgs
+	if json.Unmarshal(raw, &args) != nil || holdover.ValidateQuestions(args.Questions) != nil {
+		return holdover.ToolArgs{}, false
+	}
+	if t := args.Timeout; t != nil && *t != blockingTimeout && (*t < 1 || *t > maxTimeoutSeconds) {
+		return holdover.ToolArgs{}, false
+	}
+	return args, true
+}
+
+// replyAnswers reads the answers of a late reply to a call with
+// questions. Text that is unreadable, or answers that do not fit the
+// questions, give an empty batch: the reply still counts (D5).
+func replyAnswers(m events.Message, questions []holdover.Question) []holdover.Answer {
+	r, err := events.ParseReply(events.JoinText(m.Content))
+	if err != nil || holdover.ValidateBatch(questions, r.Answers) != nil {
+		return []holdover.Answer{}
+	}
+	return r.Answers
+}
+
+// failed reports whether a tool outcome is an error, by flag or by a
+// structured error.
+func failed(isError bool, err *events.ToolError) bool { return isError || err != nil }
+
+func cloneQuestions(qs []holdover.Question) []holdover.Question {
+	if qs == nil {
+		return nil
+	}
+	out := make([]holdover.Question, len(qs))
+	for i, q := range qs {
+		q.Options = slices.Clone(q.Options)
+		out[i] = q
+	}
+	return out
+}
+
+func cloneAnswers(as []holdover.Answer) []holdover.Answer {
+	if as == nil {
+		return nil
+	}
+	out := make([]holdover.Answer, len(as))
+	for i, a := range as {
+		a.Selected = slices.Clone(a.Selected)
+		out[i] = a
+	}
+	return out
+}
