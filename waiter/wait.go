@@ -1,0 +1,286 @@
+package waiter
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/holdover-dev/holdover"
+)
+
+// NoDeadline is the remaining time [Wait.Claim] reports for a wait without
+// a Host deadline. A transport sends it as remainingMs -1: no countdown.
+const NoDeadline time.Duration = -1
+
+// Wait is the foreground wait of one call: its private cancellation, its
+// original Host deadline and its Client claims (W1). It settles exactly
+// once, with answers or an error, and then lets go of its timer, its claims
+// and its registry entry (W7). All methods are safe for concurrent use.
+type Wait struct {
+	reg      *Registry
+	key      Key
+	timeout  time.Duration
+	deadline time.Time // the original Host deadline; zero without one
+
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	stopParent func() bool
+	done       chan struct{}
+
+	mu      sync.Mutex
+	claims  []*Claim
+	timer   clockwork.Timer // armed only while there is a deadline and no claim
+	settled bool
+	answers []holdover.Answer // the outcome; read freely once done is closed
+	err     error
+}
+
+func newWait(parent context.Context, r *Registry, key Key, timeout time.Duration) *Wait {
+	w := &Wait{reg: r, key: key, timeout: timeout, done: make(chan struct{})}
+	if timeout > 0 {
+		w.deadline = r.clock.Now().Add(timeout)
+	}
+	// The parent's values but not its cancellation (W1): Host expiry must
+	// not end the Turn, and the Turn's end reaches the wait through the watch
+	// Start installs.
+	w.ctx, w.cancel = context.WithCancelCause(context.WithoutCancel(parent))
+	return w
+}
+
+// Key returns the call the wait belongs to.
+func (w *Wait) Key() Key { return w.key }
+
+// Context is the wait's private cancellation. It is cancelled when the wait
+// settles, whatever the outcome; its cause is the settling error
+// (ASK_TIMED_OUT after Host expiry), or [context.Canceled] after an answer.
+// A transport stops delivering the waterfall request when it is done.
+func (w *Wait) Context() context.Context { return w.ctx }
+
+// Done is closed once the wait has settled and left the registry.
+func (w *Wait) Done() <-chan struct{} { return w.done }
+
+// Claim records that an answer UI holds the wait, under the transport's id
+// for it (the claim consumer's name), and stops the Host timer (W2).
+//
+// ok reports whether the transport sends the claim's one remainingMs frame
+// (W3): remaining is the Host-computed time left to the original deadline,
+// never below 0, or [NoDeadline]. ok is false, and no frame is due, when the
+// wait has ended, when id already holds a claim (its frame was computed at
+// its first attach), or when the wait had no claim and its deadline has
+// passed: then this attach expires it.
+func (w *Wait) Claim(id string) (c *Claim, remaining time.Duration, ok bool) {
+	w.mu.Lock()
+	if w.settled || w.heldLocked(id) != nil {
+		w.mu.Unlock()
+		return nil, 0, false
+	}
+	now := w.reg.clock.Now()
+	if len(w.claims) == 0 && w.overdue(now) {
+		w.expireLocked()
+		return nil, 0, false
+	}
+	if len(w.claims) == 0 && w.timer != nil {
+		w.timer.Stop()
+	}
+	c = &Claim{w: w, id: id, held: true}
+	w.claims = append(w.claims, c)
+	w.mu.Unlock()
+
+	if w.deadline.IsZero() {
+		return c, NoDeadline, true
+	}
+	return c, max(0, w.deadline.Sub(now)), true
+}
+
+// Claimed returns the claim held under id.
+func (w *Wait) Claimed(id string) (*Claim, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.heldLocked(id)
+	return c, c != nil
+}
+
+// ClaimIDs returns the ids of the claims held now.
+func (w *Wait) ClaimIDs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, len(w.claims))
+	for i, c := range w.claims {
+		ids[i] = c.id
+	}
+	return ids
+}
+
+// Answer settles the wait with a Client's answer batch. The wait keeps the
+// slice. It returns false, dropping the batch, if another outcome came
+// first (W8). Checking the batch against the questions is the caller's job.
+func (w *Wait) Answer(answers []holdover.Answer) bool { return w.settle(answers, nil) }
+
+// Reject settles the wait with err: a Client countdown's ASK_TIMED_OUT
+// (W5), a closed panel's ASK_CANCELLED, or any other failure, which the ask
+// result carries unchanged. It returns false, dropping err, if another
+// outcome came first (W8). A nil err is taken as an internal failure.
+func (w *Wait) Reject(err error) bool {
+	if err == nil {
+		err = holdover.New(holdover.CodeInternal, "the question was rejected without a reason")
+	}
+	return w.settle(nil, err)
+}
+
+// NoProvider tells the wait that no Client took the request. A wait with a
+// Host deadline keeps running to it, still claimable by a Client that joins
+// later (W6). A wait without one (a blocking ask) ends at once with
+// NO_PROVIDER. NoProvider reports whether it ended the wait.
+func (w *Wait) NoProvider() bool {
+	if !w.deadline.IsZero() {
+		return false
+	}
+	return w.settle(nil, holdover.New(holdover.CodeNoProvider, "no Client is connected to answer the question"))
+}
+
+// Result waits for the outcome: the answer batch, or the settling error.
+//
+// ctx is the caller's interest in the outcome. If it ends first, the
+// caller is gone and nobody could receive an answer: the wait ends with
+// ASK_ABORTED, unless another outcome won that race, and Result returns
+// whichever outcome won.
+func (w *Wait) Result(ctx context.Context) ([]holdover.Answer, error) {
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		w.settle(nil, aborted(ctx, w.key))
+		<-w.done
+	}
+	return w.answers, w.err
+}
+
+// settle records the first outcome and reports whether it was first.
+func (w *Wait) settle(answers []holdover.Answer, err error) bool {
+	w.mu.Lock()
+	if w.settled {
+		w.mu.Unlock()
+		return false
+	}
+	w.settleLocked(answers, err)
+	return true
+}
+
+// settleLocked records the outcome, stops the timer and drops the claims
+// under w.mu, then, after unlocking it, releases everything else and closes
+// done (W7). Callers hold w.mu and have checked that the wait is live.
+func (w *Wait) settleLocked(answers []holdover.Answer, err error) {
+	w.settled = true
+	w.answers, w.err = answers, err
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	for _, c := range w.claims {
+		c.held = false
+	}
+	w.claims = nil
+	w.mu.Unlock()
+
+	w.stopParent()
+	w.cancel(err)
+	w.reg.remove(w)
+	close(w.done)
+}
+
+// expireLocked ends an unclaimed wait whose deadline has passed (W5).
+func (w *Wait) expireLocked() {
+	w.settleLocked(nil, holdover.Newf(holdover.CodeAskTimedOut,
+		"no answer arrived within the %v foreground wait of call %q", w.timeout, w.key.CallID))
+}
+
+// arm starts the Host timer for d, reusing the wait's one timer. Callers
+// hold w.mu.
+func (w *Wait) arm(d time.Duration) {
+	if w.timer == nil {
+		w.timer = w.reg.clock.AfterFunc(d, w.onTimer)
+		return
+	}
+	w.timer.Reset(d)
+}
+
+// onTimer runs when the Host timer fires. The deadline never moves, so a
+// timer that fires after a claim arrived, or after another party settled the
+// wait, finds nothing to do.
+func (w *Wait) onTimer() {
+	w.mu.Lock()
+	switch now := w.reg.clock.Now(); {
+	case w.settled || len(w.claims) > 0:
+		w.mu.Unlock()
+	case w.overdue(now):
+		w.expireLocked()
+	default:
+		w.arm(w.deadline.Sub(now))
+		w.mu.Unlock()
+	}
+}
+
+// overdue reports whether the wait has a deadline and it has passed.
+func (w *Wait) overdue(now time.Time) bool {
+	return !w.deadline.IsZero() && !now.Before(w.deadline)
+}
+
+func (w *Wait) heldLocked(id string) *Claim {
+	i := slices.IndexFunc(w.claims, func(c *Claim) bool { return c.id == id })
+	if i < 0 {
+		return nil
+	}
+	return w.claims[i]
+}
+
+// release drops c and, when it was the last claim, restores the original
+// deadline: the timer runs for what is left of it, or the wait expires at
+// once if it has passed (W2).
+func (w *Wait) release(c *Claim) {
+	w.mu.Lock()
+	if !c.held {
+		w.mu.Unlock()
+		return
+	}
+	c.held = false
+	w.claims = slices.DeleteFunc(w.claims, func(o *Claim) bool { return o == c })
+	if len(w.claims) > 0 || w.deadline.IsZero() {
+		w.mu.Unlock()
+		return
+	}
+	if now := w.reg.clock.Now(); w.overdue(now) {
+		w.expireLocked()
+	} else {
+		w.arm(w.deadline.Sub(now))
+		w.mu.Unlock()
+	}
+}
+
+// Claim is one answer UI's hold on a wait (W2, W4).
+type Claim struct {
+	w    *Wait
+	id   string
+	held bool // guarded by w.mu
+}
+
+// ID returns the transport's id for the claim.
+func (c *Claim) ID() string { return c.id }
+
+// Release ends the claim: its Client delegated, tore down or disconnected.
+// Losing the last claim restores the original deadline, expiring the wait
+// at once if it has passed (W2). Releasing twice, or after the wait
+// settled, does nothing.
+func (c *Claim) Release() { c.w.release(c) }
+
+// Closed is closed when the wait settles: the transport then sends the
+// claim's closing frame and ends its stream (W4). It is the same signal for
+// every claim of a wait, and it does not fire on Release.
+func (c *Claim) Closed() <-chan struct{} { return c.w.done }
+
+// aborted is the outcome of a wait whose caller went away (W5).
+func aborted(ctx context.Context, key Key) error {
+	return holdover.Newf(holdover.CodeAskAborted,
+		"the caller stopped waiting before call %q was answered: %v", key.CallID, context.Cause(ctx))
+}
