@@ -59,7 +59,9 @@ func (w *Wait) Key() Key { return w.key }
 // A transport stops delivering the waterfall request when it is done.
 func (w *Wait) Context() context.Context { return w.ctx }
 
-// Done is closed once the wait has settled and left the registry.
+// Done is closed once the wait has settled and left the registry. An
+// outcome call that lost the race can return before Done closes, while the
+// winner is still releasing the wait: wait on Done, not on that call.
 func (w *Wait) Done() <-chan struct{} { return w.done }
 
 // Claim records that an answer UI holds the wait, under the transport's id
@@ -206,20 +208,17 @@ func (w *Wait) arm(d time.Duration) {
 	w.timer.Reset(d)
 }
 
-// onTimer runs when the Host timer fires. The deadline never moves, so a
-// timer that fires after a claim arrived, or after another party settled the
-// wait, finds nothing to do.
+// onTimer runs when the Host timer fires, which is only ever at the
+// original deadline. A firing that lost the race to an answer, or to an
+// attach that expired the wait itself, finds nothing to do; a claimed wait
+// never expires by the timer.
 func (w *Wait) onTimer() {
 	w.mu.Lock()
-	switch now := w.reg.clock.Now(); {
-	case w.settled || len(w.claims) > 0:
+	if w.settled || len(w.claims) > 0 {
 		w.mu.Unlock()
-	case w.overdue(now):
-		w.expireLocked()
-	default:
-		w.arm(w.deadline.Sub(now))
-		w.mu.Unlock()
+		return
 	}
+	w.expireLocked()
 }
 
 // overdue reports whether the wait has a deadline and it has passed.
