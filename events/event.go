@@ -104,6 +104,11 @@ func Decode(data []byte) (Event, error) {
 	if e.Type == "" {
 		return Event{}, holdover.New(holdover.CodeBadRequest, "event has no type")
 	}
+	// Encode writes At in UTC, and JSON times stop at year 9999: an offset
+	// can carry a parsable time past that, which could never be written again.
+	if y := e.At.UTC().Year(); y < 0 || y > 9999 {
+		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event time %s is outside the years 0 to 9999", e.At.Format(time.RFC3339))
+	}
 	newBody, ok := bodies[e.Type]
 	if !ok {
 		return e, nil
