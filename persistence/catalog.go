@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/projection"
 )
 
 // Catalog is the checked-in record of persisted shapes, oldest entry first.
@@ -58,6 +59,7 @@ func Current(extra map[string]string) map[string]string {
 		"events.TurnStart":        Shape(events.TurnStart{}),
 		"events.TurnEnd":          Shape(events.TurnEnd{}),
 		"events.StepEnd":          Shape(events.StepEnd{}),
+		"projection.View":         Shape(projection.View{}),
 	}
 	for k, v := range extra {
 		shapes[k] = v

@@ -1,0 +1,83 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check is one readiness condition of a process.
+type Check struct {
+	Name  string
+	Ready func() error
+}
+
+// NATSConnected is ready while nc is connected. A process that lost NATS
+// can neither fold nor answer, so it is not ready until it reconnects.
+func NATSConnected(nc *nats.Conn) Check {
+	return Check{Name: "nats", Ready: func() error {
+		if !nc.IsConnected() {
+			return errors.New("not connected to NATS (" + nc.Status().String() + ")")
+		}
+		return nil
+	}}
+}
+
+// Handler serves /metrics from m and /healthz from checks. /healthz
+// answers 200 when every check passes and 503 otherwise, with a JSON body
+// naming each check's state.
+func Handler(m *Metrics, checks ...Check) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		status, body := http.StatusOK, map[string]string{}
+		for _, c := range checks {
+			if err := c.Ready(); err != nil {
+				status, body[c.Name] = http.StatusServiceUnavailable, err.Error()
+				continue
+			}
+			body[c.Name] = "ok"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"ready": status == http.StatusOK, "checks": body})
+	})
+	return mux
+}
+
+// HTTPServer is a component serving h on addr. It binds before it reports
+// started, so a taken port fails the process at once, and shuts down
+// gracefully when its context ends.
+func HTTPServer(name, addr string, h http.Handler, logger *slog.Logger) Component {
+	return Component{Name: name, Run: func(ctx context.Context) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		logger.Info("serving", "component", name, "addr", ln.Addr().String())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ln) }()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+		}
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdown); err != nil {
+			return err
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}}
+}

@@ -1,0 +1,337 @@
+package projection
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// DefaultDurable names the pull consumer every projection worker shares.
+const DefaultDurable = "projection"
+
+// maxAckPending bounds the events delivered to all workers and not yet
+// acknowledged. It leaves room for several workers' full batches.
+const maxAckPending = 20_000
+
+// WorkerConfig tunes a [Worker]. The zero value is ready to use.
+type WorkerConfig struct {
+	// Durable names the shared consumer; default [DefaultDurable].
+	Durable string
+	// Batch is the most events folded together; default 256. Events of
+	// one Session in a batch cost one KV write.
+	Batch int
+	// CacheSize bounds the Views kept in memory; default 10,000.
+	CacheSize int
+	// AckWait is how long a delivered event may stay unacknowledged before
+	// the server hands it to a worker again; default 30 s. Every worker
+	// must use the same value: it is part of the shared consumer.
+	AckWait time.Duration
+	// RetryDelay is how long a Session whose fold failed waits before its
+	// events are delivered again; default 1 s.
+	RetryDelay time.Duration
+	// Metrics receives the worker's counters; nil keeps them private.
+	Metrics *ops.Metrics
+	// Logger receives the worker's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c WorkerConfig) withDefaults() WorkerConfig {
+	c.Durable = cmp.Or(c.Durable, DefaultDurable)
+	c.Batch = cmp.Or(c.Batch, 256)
+	c.CacheSize = cmp.Or(c.CacheSize, 10_000)
+	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
+	c.RetryDelay = cmp.Or(c.RetryDelay, time.Second)
+	if c.Metrics == nil {
+		c.Metrics = ops.NewMetrics()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// ConsumerConfig is the durable pull consumer the workers share: every
+// Session event from the start of the log, each acknowledged once its
+// fold is written.
+func (c WorkerConfig) ConsumerConfig() jetstream.ConsumerConfig {
+	c = c.withDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       c.Durable,
+		Description:   "Holdover projection workers: fold Session logs into " + streams.QuestionsBucket,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       c.AckWait,
+		MaxAckPending: maxAckPending,
+	}
+}
+
+// Worker folds the SESSIONS stream into the userQuestions bucket (D1). Any
+// number of workers may run against one server: they share a durable
+// consumer, so each event is delivered to one of them, and they write
+// Views with compare-and-set, so the bucket only ever holds the fold of a
+// prefix of each Session's log, whichever worker wrote it.
+//
+// A delivered event that directly follows the stored View's LastSeq is
+// folded as it came; any other is preceded by a read of the Session's log
+// from that seq (a catch-up). So redelivered, reordered or skipped
+// deliveries never change the result, and a restart resumes from the
+// consumer without refolding anything.
+type Worker struct {
+	store   *Store
+	cfg     WorkerConfig
+	log     *slog.Logger
+	metrics *ops.Metrics
+	cache   *viewCache
+	running atomic.Bool
+
+	folded, catchUps, conflicts prometheus.Counter
+	lag                         prometheus.Observer
+}
+
+// NewWorker returns a worker writing through store. It starts nothing
+// until [Worker.Run].
+func NewWorker(store *Store, cfg WorkerConfig) *Worker {
+	cfg = cfg.withDefaults()
+	m := cfg.Metrics
+	return &Worker{
+		store:     store,
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "projection", "consumer", cfg.Durable),
+		metrics:   m,
+		cache:     newViewCache(cfg.CacheSize),
+		folded:    m.EventsFolded.WithLabelValues(cfg.Durable),
+		catchUps:  m.CatchUps.WithLabelValues(cfg.Durable),
+		conflicts: m.KVConflicts.WithLabelValues(streams.QuestionsBucket),
+		lag:       m.FoldLag.WithLabelValues(cfg.Durable),
+	}
+}
+
+// Run folds events until ctx ends, then hands every event it holds but
+// has not written back to the server for redelivery and returns nil. It
+// fails when the consumer cannot be created or stops on its own (deleted,
+// connection closed). A Worker runs once at a time.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return holdover.New(holdover.CodeConflict, "projection worker is already running")
+	}
+	defer w.running.Store(false)
+	cons, err := w.store.sessions.CreateOrUpdateConsumer(ctx, w.cfg.ConsumerConfig())
+	if err != nil {
+		return holdover.Newf(holdover.CodeInternal, "create consumer %s on %s: %v", w.cfg.Durable, streams.SessionsStream, err)
+	}
+	delivered := make(chan jetstream.Msg, w.cfg.Batch)
+	stopping := make(chan struct{})
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case delivered <- m:
+		case <-stopping:
+			_ = m.Nak()
+		}
+	},
+		jetstream.PullMaxMessages(2*w.cfg.Batch),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			w.log.Warn("consumer trouble", "err", err)
+		}))
+	if err != nil {
+		return holdover.Newf(holdover.CodeInternal, "consume %s: %v", w.cfg.Durable, err)
+	}
+	defer func() {
+		close(stopping)
+		cc.Stop()
+		<-cc.Closed()
+		for len(delivered) > 0 {
+			_ = (<-delivered).Nak()
+		}
+	}()
+	w.log.Info("folding Session events")
+	for {
+		batch := make([]jetstream.Msg, 0, w.cfg.Batch)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-cc.Closed():
+			return holdover.Newf(holdover.CodeInternal, "consumer %s stopped", w.cfg.Durable)
+		case m := <-delivered:
+			batch = append(batch, m)
+		}
+	more:
+		for len(batch) < w.cfg.Batch {
+			select {
+			case m := <-delivered:
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		// A batch that started is finished even when ctx ends meanwhile:
+		// its writes are safe to complete and cheaper than a redelivery.
+		w.foldBatch(context.WithoutCancel(ctx), batch)
+	}
+}
+
+// delivery is one delivered Session event.
+type delivery struct {
+	msg jetstream.Msg
+	// event has Seq set; its Body is nil when the type is unknown or the
+	// message does not decode, and folding it then only advances LastSeq.
+	event events.Event
+	// prev is the Session seq the event was appended after, when known.
+	prev    uint64
+	hasPrev bool
+	stored  time.Time
+}
+
+// foldBatch groups a batch by Session and folds each group with one write.
+func (w *Worker) foldBatch(ctx context.Context, batch []jetstream.Msg) {
+	groups := make(map[string][]delivery)
+	var order []string
+	for _, m := range batch {
+		sid, d, ok := w.receive(m)
+		if !ok {
+			continue
+		}
+		if _, seen := groups[sid]; !seen {
+			order = append(order, sid)
+		}
+		groups[sid] = append(groups[sid], d)
+	}
+	for _, sid := range order {
+		w.foldSession(ctx, sid, groups[sid])
+	}
+}
+
+// receive decodes a delivered message. An event that does not decode is
+// logged, counted by its code and kept as a blank, so its Session moves
+// past it (the log keeps it for a later version to read). A message that
+// names no valid Session cannot be folded anywhere and is terminated.
+func (w *Worker) receive(m jetstream.Msg) (string, delivery, bool) {
+	sid, ok := streams.SessionFromSubject(m.Subject())
+	if !ok || streams.CheckSession(sid) != nil {
+		w.terminate(m, holdover.Newf(holdover.CodeBadRequest, "subject %q names no valid Session", m.Subject()))
+		return "", delivery{}, false
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		w.terminate(m, holdover.Newf(holdover.CodeInternal, "message on %q has no JetStream metadata: %v", m.Subject(), err))
+		return "", delivery{}, false
+	}
+	e, err := events.Decode(m.Data())
+	if err != nil {
+		w.log.Warn("passing over an event that does not decode", "session", sid, "seq", meta.Sequence.Stream, "code", holdover.CodeOf(err), "err", err)
+		w.metrics.Error("projection", err)
+		e = events.Event{}
+	}
+	e.Seq = meta.Sequence.Stream
+	prev, hasPrev := sessionlog.Prev(m.Headers())
+	return sid, delivery{msg: m, event: e, prev: prev, hasPrev: hasPrev, stored: meta.Timestamp}, true
+}
+
+func (w *Worker) terminate(m jetstream.Msg, err error) {
+	w.log.Error("dropping a message that is not a Session event", "subject", m.Subject(), "err", err)
+	w.metrics.Error("projection", err)
+	_ = m.Term()
+}
+
+// foldSession folds one Session's deliveries into its View, writes it
+// once, and acknowledges them. When another writer got there first it
+// reloads and folds again; on any other failure the deliveries go back to
+// the server to be retried after RetryDelay, and no other Session waits.
+func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
+	slices.SortFunc(ds, func(a, b delivery) int { return cmp.Compare(a.event.Seq, b.event.Seq) })
+	cur, ok := w.cache.get(sid)
+	var err error
+	if !ok {
+		cur, err = w.load(ctx, sid)
+	}
+	for err == nil {
+		from := cur.view.LastSeq
+		var n int
+		n, err = w.advance(ctx, sid, &cur.view, ds)
+		if err == nil && n > 0 {
+			var rev uint64
+			if rev, err = w.store.save(ctx, sid, cur.rev, cur.view); err == nil {
+				cur.rev = rev
+			}
+		}
+		if err == nil {
+			w.cache.put(sid, cur)
+			w.acknowledge(ds, from, n)
+			return
+		}
+		// The View was folded in place; it no longer matches the bucket.
+		w.cache.drop(sid)
+		if !holdover.HasCode(err, holdover.CodeConflict) {
+			break
+		}
+		w.conflicts.Inc()
+		cur, err = w.load(ctx, sid)
+	}
+	w.log.Error("fold failed; retrying later", "session", sid, "events", len(ds), "code", holdover.CodeOf(err), "err", err)
+	w.metrics.Error("projection", err)
+	for _, d := range ds {
+		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+	}
+}
+
+// load reads sid's stored View. An unreadable value is logged and
+// replaced by a refold from the log, written over it.
+func (w *Worker) load(ctx context.Context, sid string) (entry, error) {
+	e, err := w.store.load(ctx, sid)
+	if err == nil && e.unreadable != nil {
+		w.log.Warn("stored View is unreadable; refolding the Session from its log", "session", sid, "err", e.unreadable)
+		w.metrics.Error("projection", e.unreadable)
+	}
+	return e, err
+}
+
+// advance folds deliveries ds (sorted by seq) into v and returns how many
+// events it folded. Deliveries at or before v.LastSeq are already in v.
+func (w *Worker) advance(ctx context.Context, sid string, v *View, ds []delivery) (int, error) {
+	n := 0
+	for _, d := range ds {
+		seq := d.event.Seq
+		switch {
+		case seq <= v.LastSeq:
+			continue
+		case d.hasPrev && d.prev == v.LastSeq:
+			v.Apply(d.event)
+			n++
+			continue
+		}
+		read, err := w.store.catchUp(ctx, sid, v)
+		if err != nil {
+			return n, err
+		}
+		w.catchUps.Inc()
+		n += read
+		if v.LastSeq < seq {
+			return n, holdover.Newf(holdover.CodeInternal, "session %s log ends at seq %d, before delivered seq %d", sid, v.LastSeq, seq)
+		}
+	}
+	return n, nil
+}
+
+// acknowledge acks every delivery once its fold is written and records
+// the lag of those this write folded (seq past from).
+func (w *Worker) acknowledge(ds []delivery, from uint64, folded int) {
+	w.folded.Add(float64(folded))
+	now := time.Now()
+	for _, d := range ds {
+		if d.event.Seq > from {
+			w.lag.Observe(now.Sub(d.stored).Seconds())
+		}
+		_ = d.msg.Ack()
+	}
+}

@@ -1,0 +1,260 @@
+package projection
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// Store reads and writes the userQuestions bucket: one View per Session,
+// keyed by the Session id, always equal to the fold of a prefix of that
+// Session's log. Writes are compare-and-set on the key's revision, so two
+// writers can never interleave a stale View over a newer one.
+type Store struct {
+	sessions jetstream.Stream
+	kv       jetstream.KeyValue
+	log      *sessionlog.Log
+}
+
+// NewStore returns the store over the SESSIONS stream and the
+// userQuestions bucket.
+func NewStore(js jetstream.JetStream, sessions jetstream.Stream, questions jetstream.KeyValue) *Store {
+	return &Store{sessions: sessions, kv: questions, log: sessionlog.New(js, sessions)}
+}
+
+// Get returns the stored View of Session sid and whether one is stored.
+func (s *Store) Get(ctx context.Context, sid string) (View, bool, error) {
+	if err := streams.CheckSession(sid); err != nil {
+		return View{}, false, err
+	}
+	e, err := s.load(ctx, sid)
+	if err != nil {
+		return View{}, false, err
+	}
+	if e.unreadable != nil {
+		return View{}, true, e.unreadable
+	}
+	return e.view, e.rev != 0, nil
+}
+
+// CaughtUp returns the View of Session sid as of its last event now: the
+// stored View with every later event of the log folded in. It writes
+// nothing. A caller that must not act on a stale projection (the late
+// answer check of D6) reads it here instead of the bucket.
+func (s *Store) CaughtUp(ctx context.Context, sid string) (View, error) {
+	if err := streams.CheckSession(sid); err != nil {
+		return View{}, err
+	}
+	e, err := s.load(ctx, sid)
+	if err != nil {
+		return View{}, err
+	}
+	if _, err := s.catchUp(ctx, sid, &e.view); err != nil {
+		return View{}, err
+	}
+	return e.view, nil
+}
+
+// Check returns the stored View of Session sid (the empty View when none
+// is stored or the value is unreadable), the fold of its whole log, and
+// whether the two are the same.
+// They differ while a worker has events left to fold, and when the stored
+// value is wrong; [Store.Rebuild] repairs the latter.
+func (s *Store) Check(ctx context.Context, sid string) (stored, folded View, equal bool, err error) {
+	if err := streams.CheckSession(sid); err != nil {
+		return View{}, View{}, false, err
+	}
+	cur, err := s.load(ctx, sid)
+	if err != nil {
+		return View{}, View{}, false, err
+	}
+	folded = New()
+	if _, err := s.catchUp(ctx, sid, &folded); err != nil {
+		return View{}, View{}, false, err
+	}
+	return cur.view, folded, cur.unreadable == nil && sameView(cur.view, folded), nil
+}
+
+// RebuildStats says what a rebuild did.
+type RebuildStats struct {
+	Sessions int // Sessions refolded
+	Events   int // events read and folded
+	Repaired int // stored Views that differed from the fold and were rewritten
+}
+
+// rebuildParallelism bounds the Sessions refolded at once: each is a log
+// read and a KV write, mostly waiting on the server.
+const rebuildParallelism = 8
+
+// Rebuild refolds every Session of the log from its first event and
+// writes each View that differs from what is stored. It is safe while
+// workers run: writes are compare-and-set, and a worker that loses one
+// reloads. Sessions stored in the bucket but absent from the log are left
+// alone.
+func (s *Store) Rebuild(ctx context.Context) (RebuildStats, error) {
+	sids, err := s.Sessions(ctx)
+	if err != nil {
+		return RebuildStats{}, err
+	}
+	var (
+		mu    sync.Mutex
+		stats RebuildStats
+		first error
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, rebuildParallelism)
+	)
+	for _, sid := range sids {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			n, repaired, err := s.rebuildOne(ctx, sid)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			stats.Sessions++
+			stats.Events += n
+			if repaired {
+				stats.Repaired++
+			}
+		}()
+	}
+	wg.Wait()
+	return stats, first
+}
+
+// Sessions lists the ids of every Session with events in the log, sorted.
+func (s *Store) Sessions(ctx context.Context) ([]string, error) {
+	info, err := s.sessions.Info(ctx, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "list sessions: %v", err)
+	}
+	sids := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		if sid, ok := streams.SessionFromSubject(subject); ok && streams.CheckSession(sid) == nil {
+			sids = append(sids, sid)
+		}
+	}
+	sort.Strings(sids)
+	return sids, nil
+}
+
+// rebuildOne refolds Session sid and writes the fold unless it is already
+// stored. A worker may write newer events meanwhile: the fold then catches
+// up to them before it overwrites, so a rebuild never moves a View back.
+func (s *Store) rebuildOne(ctx context.Context, sid string) (folded int, repaired bool, err error) {
+	v := New()
+	if folded, err = s.catchUp(ctx, sid, &v); err != nil {
+		return folded, false, err
+	}
+	for {
+		cur, err := s.load(ctx, sid)
+		if err != nil {
+			return folded, false, err
+		}
+		if cur.view.LastSeq > v.LastSeq {
+			n, err := s.catchUp(ctx, sid, &v)
+			folded += n
+			if err != nil {
+				return folded, false, err
+			}
+		}
+		if cur.rev != 0 && cur.unreadable == nil && sameView(cur.view, v) {
+			return folded, false, nil
+		}
+		_, err = s.save(ctx, sid, cur.rev, v)
+		if holdover.HasCode(err, holdover.CodeConflict) {
+			continue
+		}
+		return folded, err == nil, err
+	}
+}
+
+// entry is a View as stored, with the KV revision a compare-and-set write
+// must name (0: no value stored). A stored value that does not decode
+// loads as the empty View with its revision and the reason in unreadable,
+// so a refold from the log can overwrite it.
+type entry struct {
+	view       View
+	rev        uint64
+	unreadable error
+}
+
+func (s *Store) load(ctx context.Context, sid string) (entry, error) {
+	kve, err := s.kv.Get(ctx, sid)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return entry{view: New()}, nil
+	case err != nil:
+		return entry{}, holdover.Newf(holdover.CodeInternal, "read %s/%s: %v", streams.QuestionsBucket, sid, err)
+	}
+	var v View
+	if err := json.Unmarshal(kve.Value(), &v); err != nil {
+		return entry{view: New(), rev: kve.Revision(), unreadable: holdover.Newf(holdover.CodeInternal,
+			"%s/%s revision %d is not a projection View: %v", streams.QuestionsBucket, sid, kve.Revision(), err)}, nil
+	}
+	return entry{view: v, rev: kve.Revision()}, nil
+}
+
+// save writes v as Session sid's View if the key is still at revision rev
+// (0: absent) and returns the new revision. Losing to another writer is a
+// CONFLICT error.
+func (s *Store) save(ctx context.Context, sid string, rev uint64, v View) (uint64, error) {
+	val, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return 0, holdover.Newf(holdover.CodeInternal, "encode projection of session %s: %v", sid, err)
+	}
+	var next uint64
+	if rev == 0 {
+		next, err = s.kv.Create(ctx, sid, val)
+	} else {
+		next, err = s.kv.Update(ctx, sid, val, rev)
+	}
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		return 0, holdover.Newf(holdover.CodeConflict, "%s/%s moved past revision %d: another writer wrote first", streams.QuestionsBucket, sid, rev)
+	case err != nil:
+		return 0, holdover.Newf(holdover.CodeInternal, "write %s/%s (%d bytes, seq %d): %v", streams.QuestionsBucket, sid, len(val), v.LastSeq, err)
+	}
+	return next, nil
+}
+
+// catchUp folds every event of Session sid's log after v.LastSeq into v
+// and returns how many it read. A stored event that no longer decodes is
+// passed over like an unknown type: it advances LastSeq and nothing else.
+func (s *Store) catchUp(ctx context.Context, sid string, v *View) (int, error) {
+	evts, bad, err := s.log.Read(ctx, sid, v.LastSeq)
+	if err != nil {
+		return 0, err
+	}
+	for _, b := range bad {
+		evts = append(evts, events.Event{Seq: b.Seq})
+	}
+	if len(bad) > 0 {
+		slices.SortFunc(evts, func(a, b events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
+	for _, e := range evts {
+		v.Apply(e)
+	}
+	return len(evts), nil
+}
+
+// sameView compares Views as the bucket stores them.
+func sameView(a, b View) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
