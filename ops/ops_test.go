@@ -1,0 +1,156 @@
+package ops_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/ops"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// /healthz is ready while NATS is connected and not ready once it is gone.
+func TestHealthzFollowsTheNATSConnection(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	disconnected := make(chan struct{}, 1)
+	nc, err := nats.Connect(srv.ClientURL(), nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnected <- struct{}{} }))
+	require.NoError(t, err)
+	defer nc.Close()
+	h := ops.Handler(ops.NewMetrics(), ops.NATSConnected(nc))
+
+	code, body := get(t, h, "/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"ready":true,"checks":{"nats":"ok"}}`, body)
+
+	srv.Stop()
+	<-disconnected
+	code, body = get(t, h, "/healthz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	var got struct {
+		Ready  bool
+		Checks map[string]string
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	assert.False(t, got.Ready)
+	assert.Contains(t, got.Checks["nats"], "not connected")
+}
+
+func TestMetricsAreServedWithTheirCodes(t *testing.T) {
+	m := ops.NewMetrics()
+	m.Error("projection", holdover.New(holdover.CodeBadRequest, "bad event"))
+	m.Error("projection", errors.New("no code"))
+	m.EventsFolded.WithLabelValues("projection").Add(3)
+	m.FoldLag.WithLabelValues("projection").Observe(0.002)
+	code, body := get(t, ops.Handler(m), "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	for _, line := range []string{
+		`holdover_errors_total{code="BAD_REQUEST",component="projection"} 1`,
+		`holdover_errors_total{code="INTERNAL",component="projection"} 1`,
+		`holdover_projection_events_folded_total{consumer="projection"} 3`,
+		`holdover_projection_fold_lag_seconds_count{consumer="projection"} 1`,
+		`go_goroutines`,
+	} {
+		assert.Contains(t, body, line)
+	}
+}
+
+func TestLogConfigChoosesFormat(t *testing.T) {
+	var buf bytes.Buffer
+	logger, err := ops.LogConfig{Format: "json", Level: slog.LevelWarn}.Logger(&buf)
+	require.NoError(t, err)
+	logger.Info("hidden")
+	logger.Warn("shown", "session", "s1")
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &rec))
+	assert.Equal(t, "shown", rec["msg"])
+	assert.Equal(t, "s1", rec["session"])
+
+	buf.Reset()
+	logger, err = ops.LogConfig{}.Logger(&buf)
+	require.NoError(t, err)
+	logger.Info("hello", "k", "v")
+	assert.Contains(t, buf.String(), "msg=hello k=v")
+
+	_, err = ops.LogConfig{Format: "xml"}.Logger(io.Discard)
+	assert.ErrorContains(t, err, `log format "xml"`)
+}
+
+// A failing component stops the others; Run waits for all and returns
+// the failure.
+func TestRunStopsEveryComponentWhenOneFails(t *testing.T) {
+	stopped := make(chan string, 2)
+	waiter := func(name string) ops.Component {
+		return ops.Component{Name: name, Run: func(ctx context.Context) error {
+			<-ctx.Done()
+			stopped <- name
+			return nil
+		}}
+	}
+	boom := errors.New("boom")
+	err := ops.Run(context.Background(), quiet, waiter("a"), ops.Component{Name: "failing", Run: func(context.Context) error { return boom }}, waiter("b"))
+	assert.ErrorIs(t, err, boom)
+	assert.ElementsMatch(t, []string{"a", "b"}, []string{<-stopped, <-stopped})
+}
+
+func TestRunReturnsNilWhenAskedToStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- ops.Run(ctx, quiet, ops.Component{Name: "w", Run: func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		}})
+	}()
+	<-started
+	cancel()
+	assert.NoError(t, <-errc)
+}
+
+func TestHTTPServerServesAndFailsOnATakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ops.HTTPServer("metrics", addr, ops.Handler(ops.NewMetrics()), quiet).Run(ctx) }()
+	var resp *http.Response
+	require.Eventually(t, func() bool {
+		resp, err = http.Get("http://" + addr + "/healthz")
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond, "the server comes up")
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	err = ops.HTTPServer("second", addr, http.NotFoundHandler(), quiet).Run(context.Background())
+	assert.True(t, err != nil && strings.Contains(err.Error(), "address already in use"), "got %v", err)
+	cancel()
+	assert.NoError(t, <-errc)
+}
