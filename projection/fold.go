@@ -3,6 +3,7 @@ package projection
 import (
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
@@ -241,10 +242,45 @@ func offersTimedTool(tools []events.ToolSchema) bool {
 	return false
 }
 
+// schemaVerdicts remembers hasTimeoutProperty by schema text. Every model
+// request of a Session records the same few tool schemas, and parsing the
+// question tool's schema again for each header would be most of the cost
+// of a fold. The verdict depends only on the text, so the fold stays pure.
+var schemaVerdicts = verdictCache{verdicts: map[string]bool{}}
+
+// maxCachedSchemas bounds the cache; a deployment offers a handful of
+// distinct question schemas, so hitting it means unusual input, and
+// starting over is cheap.
+const maxCachedSchemas = 64
+
+type verdictCache struct {
+	mu       sync.RWMutex
+	verdicts map[string]bool
+}
+
+func (c *verdictCache) timed(schema json.RawMessage) bool {
+	c.mu.RLock()
+	verdict, ok := c.verdicts[string(schema)]
+	c.mu.RUnlock()
+	if ok {
+		return verdict
+	}
+	verdict = parseTimeoutProperty(schema)
+	c.mu.Lock()
+	if len(c.verdicts) >= maxCachedSchemas {
+		clear(c.verdicts)
+	}
+	c.verdicts[string(schema)] = verdict
+	c.mu.Unlock()
+	return verdict
+}
+
 // hasTimeoutProperty reports whether schema is an object schema (its type,
 // when given, is "object") whose properties name timeout. An unparsable
 // schema has no properties.
-func hasTimeoutProperty(schema json.RawMessage) bool {
+func hasTimeoutProperty(schema json.RawMessage) bool { return schemaVerdicts.timed(schema) }
+
+func parseTimeoutProperty(schema json.RawMessage) bool {
 	var s struct {
 		Type       *string                    `json:"type"`
 		Properties map[string]json.RawMessage `json:"properties"`
