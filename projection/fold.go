@@ -242,16 +242,19 @@ func offersTimedTool(tools []events.ToolSchema) bool {
 	return false
 }
 
-// schemaVerdicts remembers hasTimeoutProperty by schema text. Every model
+// schemaVerdicts remembers parseTimeoutProperty by schema text. Every model
 // request of a Session records the same few tool schemas, and parsing the
 // question tool's schema again for each header would be most of the cost
 // of a fold. The verdict depends only on the text, so the fold stays pure.
 var schemaVerdicts = verdictCache{verdicts: map[string]bool{}}
 
-// maxCachedSchemas bounds the cache; a deployment offers a handful of
-// distinct question schemas, so hitting it means unusual input, and
-// starting over is cheap.
-const maxCachedSchemas = 64
+// The cache is bounded: a deployment offers a handful of distinct question
+// schemas of a few KiB, so more means unusual input; the cache then starts
+// over, and a huge schema is parsed each time rather than kept.
+const (
+	maxCachedSchemas     = 64
+	maxCachedSchemaBytes = 16 << 10
+)
 
 type verdictCache struct {
 	mu       sync.RWMutex
@@ -266,6 +269,9 @@ func (c *verdictCache) timed(schema json.RawMessage) bool {
 		return verdict
 	}
 	verdict = parseTimeoutProperty(schema)
+	if len(schema) > maxCachedSchemaBytes {
+		return verdict
+	}
 	c.mu.Lock()
 	if len(c.verdicts) >= maxCachedSchemas {
 		clear(c.verdicts)
@@ -275,11 +281,12 @@ func (c *verdictCache) timed(schema json.RawMessage) bool {
 	return verdict
 }
 
-// hasTimeoutProperty reports whether schema is an object schema (its type,
-// when given, is "object") whose properties name timeout. An unparsable
-// schema has no properties.
+// hasTimeoutProperty is parseTimeoutProperty, remembered.
 func hasTimeoutProperty(schema json.RawMessage) bool { return schemaVerdicts.timed(schema) }
 
+// parseTimeoutProperty reports whether schema is an object schema (its
+// type, when given, is "object") whose properties name timeout. An
+// unparsable schema has no properties.
 func parseTimeoutProperty(schema json.RawMessage) bool {
 	var s struct {
 		Type       *string                    `json:"type"`

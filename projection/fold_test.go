@@ -3,6 +3,7 @@ package projection_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,6 +220,20 @@ func TestTimedDetection_D2(t *testing.T) {
 				assert.Empty(t, v.Active, "a call under a header without the timed schema is not tracked (M1)")
 			}
 		})
+	}
+}
+
+// The verdict on a schema is remembered; many distinct schemas, and huge
+// ones, must still each be judged by their own text (D2).
+func TestTimedDetectionAcrossManySchemas_D2(t *testing.T) {
+	for i := range 300 {
+		timed := i%3 != 0
+		props := fmt.Sprintf(`"questions":{"description":"variant %d %s"}`, i, strings.Repeat("x", i*i))
+		if timed {
+			props += `,"timeout":{"type":"integer"}`
+		}
+		v := new(session).add(header(holdover.ToolName, `{"type":"object","properties":{`+props+`}}`)).fold()
+		require.Equal(t, timed, v.Timed, "schema variant %d", i)
 	}
 }
 
