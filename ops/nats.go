@@ -34,7 +34,9 @@ func (c NATSConfig) Connect(name string, logger *slog.Logger) (*nats.Conn, jetst
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			logger.Warn("disconnected from NATS", "err", err)
+			if err != nil { // nil: this process closed the connection
+				logger.Warn("disconnected from NATS", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			logger.Info("reconnected to NATS", "url", nc.ConnectedUrlRedacted())

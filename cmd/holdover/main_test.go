@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// startDev runs `holdover dev` on free ports until the test ends and
+// returns the NATS URL it printed.
+func startDev(t *testing.T) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"dev", "--data", t.TempDir(), "--nats-port", "0", "--metrics-addr", "127.0.0.1:0"}, w, &stderr)
+		w.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.Equal(t, 0, <-done, "dev stops cleanly on its context (Ctrl-C)")
+		assert.Contains(t, stderr.String(), "msg=stopped component=projection")
+	})
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if url, ok := strings.CutPrefix(strings.TrimSpace(lines.Text()), "NATS     "); ok {
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return strings.Fields(url)[0]
+		}
+	}
+	t.Fatalf("dev printed no NATS URL; stderr:\n%s", stderr.String())
+	return ""
+}
+
+func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func waitFolded(t *testing.T, kv jetstream.KeyValue, sid string, seq uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w, err := kv.Watch(ctx, sid)
+	require.NoError(t, err)
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("session %s not folded to seq %d", sid, seq)
+		case kve := <-w.Updates():
+			var v projection.View
+			if kve != nil && json.Unmarshal(kve.Value(), &v) == nil && v.LastSeq >= seq {
+				return
+			}
+		}
+	}
+}
+
+// holdover dev folds Session events; inspect checks them, reports a
+// tampered value with exit 1, and rebuild repairs it.
+func TestDevInspectRebuild(t *testing.T) {
+	url := startDev(t)
+	_, js := embeddedtest.Connect(t, url)
+	ctx := context.Background()
+	sessions, err := js.Stream(ctx, streams.SessionsStream)
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
+	require.NoError(t, err)
+
+	log := sessionlog.New(js, sessions)
+	args, _ := json.Marshal(holdover.ToolArgs{Questions: []holdover.Question{{ID: "q", Question: "Ship it?"}}, Timeout: new(int64(30))})
+	header := &events.RequestHeader{Tools: []events.ToolSchema{{Name: holdover.ToolName, InputSchema: json.RawMessage(`{"type":"object","properties":{"questions":{},"timeout":{"type":"integer"}}}`)}}}
+	var last uint64
+	for _, b := range []events.Body{header, &events.ToolCall{CallID: "c1", Name: holdover.ToolName, Arguments: args}} {
+		last, err = log.Append(ctx, "demo", last, events.New(time.Now(), b))
+		require.NoError(t, err)
+	}
+	waitFolded(t, kv, "demo", last)
+
+	code, stdout, stderr := cli(t, "inspect", "--nats", url, "demo")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "ok: the projection equals the fold")
+	var v projection.View
+	require.NoError(t, json.Unmarshal([]byte(stdout), &v))
+	assert.Equal(t, "c1", v.Active[0].CallID)
+
+	v.Active[0].Status = projection.Continued
+	tampered, _ := json.Marshal(v)
+	_, err = kv.Put(ctx, "demo", tampered)
+	require.NoError(t, err)
+	code, _, stderr = cli(t, "inspect", "--nats", url, "demo")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "differs from the fold of its log")
+	assert.Contains(t, stderr, `stored: "status": "continued",`)
+	assert.Contains(t, stderr, `folded: "status": "open",`)
+
+	code, stdout, _ = cli(t, "rebuild", "--nats", url)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "refolded 1 sessions (2 events); repaired 1 projections\n", stdout)
+	code, _, _ = cli(t, "inspect", "--nats", url, "demo")
+	assert.Equal(t, 0, code)
+}
+
+func TestCommandLineErrors(t *testing.T) {
+	code, _, stderr := cli(t)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "usage: holdover <command>")
+	code, _, stderr = cli(t, "frobnicate")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown command "frobnicate"`)
+	code, _, stderr = cli(t, "inspect")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "inspect takes one Session id")
+	code, _, _ = cli(t, "rebuild", "--no-such-flag")
+	assert.Equal(t, 2, code)
+	code, _, _ = cli(t, "dev", "-h")
+	assert.Equal(t, 0, code)
+
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	code, _, stderr = cli(t, "inspect", "--nats", env.Server.ClientURL(), "a.b")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `session id "a.b" may hold only`)
+	code, _, stderr = cli(t, "inspect", "--nats", env.Server.ClientURL(), "nobody")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "has no events and no projection")
+}

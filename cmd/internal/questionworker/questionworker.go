@@ -1,0 +1,47 @@
+// Package questionworker assembles the question worker: the parts one
+// process runs against a NATS server, shared by cmd/question-worker and
+// `holdover dev` so both run exactly the same thing.
+//
+// It only wires parts together; what they do lives in their own packages.
+package questionworker
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// Config configures a question worker.
+type Config struct {
+	// MetricsAddr is where /metrics and /healthz are served.
+	MetricsAddr string
+	// Streams says how the topology is stored when it is provisioned.
+	Streams streams.Config
+	Logger  *slog.Logger
+}
+
+// DefaultMetricsAddr serves metrics on loopback only.
+const DefaultMetricsAddr = "127.0.0.1:9464"
+
+// Components provisions the topology on js and returns the worker's parts
+// in start order: the metrics and health server, then the projection
+// worker. Pass them to [ops.Run].
+func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg Config) ([]ops.Component, error) {
+	topo, err := streams.Provision(ctx, js, cfg.Streams)
+	if err != nil {
+		return nil, err
+	}
+	metrics := ops.NewMetrics()
+	store := projection.NewStore(js, topo.Sessions, topo.Questions)
+	worker := projection.NewWorker(store, projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
+	return []ops.Component{
+		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc)), cfg.Logger),
+		{Name: "projection", Run: worker.Run},
+	}, nil
+}

@@ -1,0 +1,61 @@
+// Command question-worker runs Holdover's question worker against a NATS
+// server or cluster: it provisions the JetStream topology and folds the
+// Session logs into the userQuestions projection, serving /metrics and
+// /healthz. Run several against one cluster to scale out.
+//
+//	question-worker --nats nats://nats-1:4222,nats://nats-2:4222 --replicas 3
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
+	"github.com/holdover-dev/holdover/ops"
+)
+
+func main() {
+	var (
+		natsCfg ops.NATSConfig
+		logCfg  ops.LogConfig
+		cfg     questionworker.Config
+	)
+	fs := flag.NewFlagSet("question-worker", flag.ExitOnError)
+	natsCfg.RegisterFlags(fs)
+	logCfg.RegisterFlags(fs)
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", questionworker.DefaultMetricsAddr, "address of /metrics and /healthz")
+	fs.IntVar(&cfg.Streams.Replicas, "replicas", 1, "replicas per stream and bucket (3 on a cluster)")
+	fs.BoolVar(&cfg.Streams.Memory, "memory", false, "keep streams and buckets in memory (tests and demos only)")
+	_ = fs.Parse(os.Args[1:])
+
+	logger, err := logCfg.Logger(os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "question-worker:", err)
+		os.Exit(2)
+	}
+	cfg.Logger = logger
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, natsCfg, cfg); err != nil {
+		logger.Error("question worker stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run connects to NATS and runs the worker's components until ctx ends.
+func run(ctx context.Context, natsCfg ops.NATSConfig, cfg questionworker.Config) error {
+	nc, js, err := natsCfg.Connect("holdover-question-worker", cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	components, err := questionworker.Components(ctx, nc, js, cfg)
+	if err != nil {
+		return err
+	}
+	return ops.Run(ctx, cfg.Logger, components...)
+}
