@@ -15,6 +15,9 @@ const (
 	QuestionsBucket    = "userQuestions"
 	RootsBucket        = "liveRoots"
 	ReservationsBucket = "replyReservations"
+	// ClaimsStream holds the Client claims and liveness leases (ephemeral
+	// consumers) and the short-lived frames the Host sends into claims.
+	ClaimsStream = "CLAIMS"
 )
 
 // Subject prefixes.
@@ -25,6 +28,8 @@ const (
 	ServicePrefix = root + ".q"
 	// ResumeSubject is where the runtime pool takes resume requests (D7).
 	ResumeSubject = root + ".runtime.resume"
+	// ClaimPrefix starts every subject of the claims stream.
+	ClaimPrefix = root + ".claim"
 )
 
 // MaxIDLength bounds Session and call ids.

@@ -23,6 +23,10 @@ type Config struct {
 	// DuplicateWindow is how long a message id makes a retried publish a
 	// no-op. 0 means 10 minutes.
 	DuplicateWindow time.Duration
+	// ClaimFrameAge is how long the claims stream keeps a frame the Host sent
+	// into a claim; frames are delivered at once, so it only bounds the
+	// stream's size. 0 means 10 minutes.
+	ClaimFrameAge time.Duration
 }
 
 func (c Config) replicas() int {
@@ -46,10 +50,18 @@ func (c Config) duplicates() time.Duration {
 	return c.DuplicateWindow
 }
 
+func (c Config) claimFrameAge() time.Duration {
+	if c.ClaimFrameAge <= 0 {
+		return 10 * time.Minute
+	}
+	return c.ClaimFrameAge
+}
+
 // Topology holds handles to every provisioned stream and bucket.
 type Topology struct {
 	Sessions     jetstream.Stream
 	Inbox        jetstream.Stream
+	Claims       jetstream.Stream
 	Questions    jetstream.KeyValue
 	Roots        jetstream.KeyValue
 	Reservations jetstream.KeyValue
@@ -71,9 +83,13 @@ func (c Config) StreamConfigs() []jetstream.StreamConfig {
 			AllowDirect:  true,
 		}
 	}
+	claims := base(ClaimsStream, "Holdover Client claims and liveness leases: ephemeral consumers and the frames sent into them", ClaimPrefix+".>")
+	claims.MaxAge = c.claimFrameAge()
+	claims.Duplicates = min(claims.Duplicates, claims.MaxAge) // JetStream refuses a window beyond MaxAge
 	return []jetstream.StreamConfig{
 		base(SessionsStream, "Holdover Session logs: one subject per Session", sessionPrefix+"*."+eventsSuffix),
 		base(InboxStream, "Holdover Session inboxes: durable steered messages", sessionPrefix+"*."+inboxSuffix),
+		claims,
 	}
 }
 
@@ -116,7 +132,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config) (*Topology
 		buckets = append(buckets, kv)
 	}
 	return &Topology{
-		Sessions: handles[0], Inbox: handles[1],
+		Sessions: handles[0], Inbox: handles[1], Claims: handles[2],
 		Questions: buckets[0], Roots: buckets[1], Reservations: buckets[2],
 	}, nil
 }

@@ -23,6 +23,7 @@ const DefaultCallTimeout = 10 * time.Second
 type Client struct {
 	nc      *nats.Conn
 	timeout time.Duration
+	fg      callerSide // foreground calls: ask_client.go
 }
 
 // NewClient returns a client that calls the service over nc. timeout bounds

@@ -47,6 +47,8 @@ type Config struct {
 	MaxConcurrent int
 	// Metrics, when set, receives the service's Prometheus collectors.
 	Metrics prometheus.Registerer
+	// Foreground configures waits and claims (ask.go).
+	Foreground ForegroundConfig
 }
 
 func (c Config) maxConcurrent() int {
@@ -104,6 +106,13 @@ type endpoint struct {
 	// its error as a {code, message} error reply. It runs on its own
 	// goroutine, so a long wait never holds up other requests.
 	serve func(ctx context.Context, req *request) (any, error)
+	// fanOut serves each request on every worker instead of one, for an
+	// operation whose answer is spread over the workers (inflight).
+	fanOut bool
+	// repliesLater marks an endpoint that, when serve succeeds, has taken
+	// the reply over and sends it itself once its wait settles, so a long
+	// wait holds no goroutine and no slot.
+	repliesLater bool
 }
 
 // request is one incoming request as an endpoint sees it.
@@ -132,6 +141,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 	// Each half of the service adds its part here: the durable half lives
 	// in answer.go and view.go, the foreground half in ask.go.
 	s.parts = []part{}
+	s.parts = append(s.parts, newForeground(s))
 	return s
 }
 
@@ -177,7 +187,11 @@ func (s *Service) Start(ctx context.Context) error {
 	group := svc.AddGroup(streams.ServicePrefix)
 	for _, p := range s.parts {
 		for _, ep := range p.endpoints() {
-			if err := group.AddEndpoint(ep.name, s.handler(ep)); err != nil {
+			var opts []micro.EndpointOpt
+			if ep.fanOut {
+				opts = append(opts, micro.WithEndpointQueueGroupDisabled())
+			}
+			if err := group.AddEndpoint(ep.name, s.handler(ep), opts...); err != nil {
 				_ = svc.Stop()
 				return fail(holdover.Newf(holdover.CodeInternal, "add endpoint %s: %v", ep.name, err))
 			}
@@ -259,6 +273,9 @@ func (s *Service) refuse(req *request) {
 func (s *Service) serve(ep endpoint, req *request) {
 	start := time.Now()
 	result, err := ep.serve(s.ctx, req)
+	if ep.repliesLater && err == nil {
+		return
+	}
 	msg, encErr := s.replyMsg(req.reply, result, err)
 	if encErr != nil {
 		err = encErr

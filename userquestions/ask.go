@@ -1,0 +1,607 @@
+package userquestions
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/waiter"
+)
+
+// The endpoint names of the foreground half.
+const (
+	opAsk      = "ask"
+	opAskTimed = "askTimed"
+	opInflight = "inflight"
+)
+
+// The headers of the foreground protocol between a Go Client and the
+// worker. A caller that sends none (the nats CLI, say) gets one plain
+// reply; a caller that names its lease also gets an accepted frame first,
+// naming the worker that owns the wait, so each side can tell when the
+// other is gone.
+const (
+	// headerCallerLease names the caller's liveness lease.
+	headerCallerLease = "Holdover-Caller-Lease"
+	// headerFrame marks the accepted frame ("accepted").
+	headerFrame   = "Holdover-Frame"
+	frameAccepted = "accepted"
+	// headerOwnerStopped marks the final reply of a wait its worker ended
+	// by stopping: the caller treats it as the loss of the owner.
+	headerOwnerStopped = "Holdover-Owner-Stopped"
+)
+
+// The requests the owner of a wait takes from its caller on
+// <streams.ServicePrefix>.wait.<owner lease>.<verb>; the body is the
+// request id.
+const (
+	verbAbort  = "abort"  // the caller stopped waiting: ASK_ABORTED
+	verbStatus = "status" // is the request still live? (after a reconnect)
+)
+
+func ownerSubject(owner, verb string) string {
+	return streams.ServicePrefix + ".wait." + owner + "." + verb
+}
+
+// accepted is the body of the accepted frame.
+type accepted struct {
+	Owner     string `json:"owner"`
+	RequestID string `json:"requestId"`
+}
+
+// InflightRequest lists the live foreground requests of a Session.
+type InflightRequest struct {
+	Session string `json:"session"`
+}
+
+// InflightResult is one worker's share of a Session's live requests.
+type InflightResult struct {
+	Requests []WaterfallRequest `json:"requests"`
+}
+
+// DefaultReconcileEvery is how often a worker lists the claims stream to
+// catch an advisory it missed while connected. Reconnects reconcile at once.
+const DefaultReconcileEvery = 30 * time.Second
+
+// ForegroundConfig configures the foreground half: waits and claims.
+type ForegroundConfig struct {
+	// Clock is the time of the waits' Host deadlines; nil is the real clock.
+	Clock clockwork.Clock
+	// ReleaseBound is the InactiveThreshold of the worker's lease: how long
+	// callers and Clients take to notice a dead worker. 0 means
+	// DefaultReleaseBound; values below MinReleaseBound are raised to it.
+	ReleaseBound time.Duration
+	// ReconcileEvery is the slow safety-net interval of claim
+	// reconciliation; 0 means DefaultReconcileEvery, negative never.
+	ReconcileEvery time.Duration
+}
+
+// waitKind is which of the three foreground calls a wait serves.
+type waitKind uint8
+
+const (
+	legacyWait waitKind = iota // ask without a call id (M1)
+	keyedWait                  // ask with a call id: timeout -1 (M3)
+	timedWait                  // askTimed
+)
+
+// liveWait is one foreground wait this worker owns: the waiter's Wait,
+// the waterfall request it published, the caller to reply to and the
+// claims it holds.
+type liveWait struct {
+	w      *waiter.Wait
+	kind   waitKind
+	req    WaterfallRequest
+	reply  string // the caller's reply subject
+	caller string // the caller's lease, when it named one
+	seq    uint64 // registration order, for reconciliation
+
+	mu      sync.Mutex
+	claims  []heldClaim
+	ended   bool // finish has taken the claims; later ones close at once
+	stopped bool // the worker ended it by stopping
+}
+
+type heldClaim struct {
+	name string
+	seq  uint64
+}
+
+// foreground is the part of the service that owns foreground waits: the
+// ask, askTimed and inflight endpoints, the waterfall, claims and leases.
+type foreground struct {
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	log       *slog.Logger
+	s         *Service
+	reg       *waiter.Registry
+	bound     time.Duration
+	reconcile time.Duration
+
+	leaseID   string // stable for the worker's life: the lease is re-held
+	leaseName string // under the same name if NATS drops it
+	wf        *waterfall
+	subs      []*nats.Subscription
+	stopSync  func()
+	replies   sync.WaitGroup // finishes not yet done
+	leaseMu   sync.Mutex     // serialises re-holding the lease
+
+	mu        sync.Mutex
+	lease     *lease
+	stopping  bool
+	seq       uint64
+	byRequest map[string]*liveWait
+	byKey     map[waiter.Key]*liveWait
+	bySession map[string]map[string]*liveWait // session → request id
+	byCaller  map[string]map[string]*liveWait // caller lease → request id
+}
+
+func newForeground(s *Service) *foreground {
+	cfg := s.cfg.Foreground
+	clock := cfg.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	every := cfg.ReconcileEvery
+	if every == 0 {
+		every = DefaultReconcileEvery
+	}
+	id := nuid.Next()
+	return &foreground{
+		nc:        s.nc,
+		js:        s.js,
+		log:       s.log.With("part", "foreground"),
+		s:         s,
+		reg:       waiter.NewRegistry(clock),
+		bound:     releaseBound(cfg.ReleaseBound),
+		reconcile: every,
+		leaseID:   id,
+		leaseName: leaseName(roleWorker, id),
+		byRequest: make(map[string]*liveWait),
+		byKey:     make(map[waiter.Key]*liveWait),
+		bySession: make(map[string]map[string]*liveWait),
+		byCaller:  make(map[string]map[string]*liveWait),
+	}
+}
+
+func (fg *foreground) endpoints() []endpoint {
+	return []endpoint{
+		{name: opAsk, serve: fg.ask, repliesLater: true},
+		{name: opAskTimed, serve: fg.askTimed, repliesLater: true},
+		{name: opInflight, serve: fg.inflight, fanOut: true},
+	}
+}
+
+// start holds the worker's lease and subscribes to outcomes, claim
+// advisories and caller control before any request can arrive.
+func (fg *foreground) start(ctx context.Context) error {
+	l, err := holdLease(ctx, fg.nc, fg.js, roleWorker, fg.leaseID, fg.bound)
+	if err != nil {
+		return err
+	}
+	fg.lease = l
+	if fg.wf, err = newWaterfall(fg.nc, fg.route); err != nil {
+		fg.endLease()
+		return err
+	}
+	subscribe := func(subject string, h nats.MsgHandler) error {
+		sub, err := fg.nc.Subscribe(subject, h)
+		if err != nil {
+			return holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", subject, err)
+		}
+		_ = sub.SetPendingLimits(-1, -1) // a dropped advisory is a claim nobody releases
+		fg.subs = append(fg.subs, sub)
+		return nil
+	}
+	for _, sub := range []struct {
+		subject string
+		h       nats.MsgHandler
+	}{
+		{advisoryPfx + "*." + streams.ClaimsStream + ".*", fg.onAdvisory},
+		{ownerSubject(fg.leaseName, verbAbort), fg.onAbort},
+		{ownerSubject(fg.leaseName, verbStatus), fg.onStatus},
+	} {
+		if err := subscribe(sub.subject, sub.h); err != nil {
+			fg.unsubscribe()
+			fg.endLease()
+			return err
+		}
+	}
+	if err := flush(ctx, fg.nc); err != nil {
+		fg.unsubscribe()
+		fg.endLease()
+		return err
+	}
+	fg.stopSync = onReconnect(fg.nc, fg.reconcile, fg.reconcileClaims)
+	return nil
+}
+
+// stop ends every live wait as if its worker had died, but at once: a
+// timed call turns pending, a blocking caller asks again elsewhere.
+func (fg *foreground) stop() {
+	fg.mu.Lock()
+	fg.stopping = true
+	waits := make([]*liveWait, 0, len(fg.byRequest))
+	for _, lw := range fg.byRequest {
+		waits = append(waits, lw)
+	}
+	fg.mu.Unlock()
+	fg.stopSync()
+	fg.unsubscribe()
+	for _, lw := range waits {
+		lw.mu.Lock()
+		lw.stopped = true
+		lw.mu.Unlock()
+		lw.w.Reject(stoppedError(lw.kind))
+	}
+	fg.replies.Wait()
+	fg.wf.close()
+	fg.endLease()
+}
+
+// stoppedError is how a wait ends when its worker stops: pending for a
+// timed call, a retryable failure for a plain caller of a blocking one.
+func stoppedError(kind waitKind) error {
+	if kind == timedWait {
+		return holdover.New(holdover.CodeAskTimedOut, "the question worker stopped; the question stays answerable")
+	}
+	return holdover.New(holdover.CodeInternal, "the question worker stopped before the question was answered; ask again")
+}
+
+func (fg *foreground) unsubscribe() {
+	for _, sub := range fg.subs {
+		_ = sub.Unsubscribe()
+	}
+	fg.subs = nil
+}
+
+func (fg *foreground) endLease() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fg.mu.Lock()
+	l := fg.lease
+	fg.mu.Unlock()
+	if err := l.end(ctx); err != nil {
+		fg.log.Warn("end worker lease", "lease", fg.leaseName, "err", err)
+	}
+}
+
+// asking is a validated ask or askTimed request.
+type asking struct {
+	kind      waitKind
+	session   string
+	callID    string
+	agent     *holdover.AgentRef
+	questions []holdover.Question
+	intent    *holdover.Intent
+	timeout   time.Duration
+}
+
+// ask serves the blocking ask: legacy without a call id, keyed with one
+// (M1, M3). Plan review keeps it, with its intent validated (M8).
+func (fg *foreground) ask(ctx context.Context, req *request) (any, error) {
+	var in holdover.AskRequest
+	if err := decode(req.data, &in); err != nil {
+		return nil, err
+	}
+	a := asking{kind: legacyWait, session: in.Session, callID: in.CallID, agent: in.Agent, questions: in.Questions, intent: in.Intent}
+	if in.CallID != "" {
+		a.kind = keyedWait
+	}
+	if err := holdover.ValidateIntent(in.Intent, in.Questions); err != nil {
+		return nil, err
+	}
+	return nil, fg.begin(ctx, req, a)
+}
+
+// askTimed serves a bounded foreground wait (W1, W5, W6).
+func (fg *foreground) askTimed(ctx context.Context, req *request) (any, error) {
+	var in struct {
+		holdover.AskTimedRequest
+		// Decoded as a number, so 1.5 or 2147483648 is BAD_TIMEOUT, not a
+		// decoding failure.
+		TimeoutMs json.Number `json:"timeoutMs"`
+	}
+	if err := decode(req.data, &in); err != nil {
+		return nil, err
+	}
+	timeout, err := waiter.ParseTimeoutMs(in.TimeoutMs)
+	if err != nil {
+		return nil, err
+	}
+	if in.Agent == nil {
+		return nil, holdover.New(holdover.CodeCallerNotLive, "timed questions require a live agent")
+	}
+	if in.CallID == "" {
+		return nil, holdover.New(holdover.CodeBadRequest, "a timed question needs the tool call id")
+	}
+	a := asking{kind: timedWait, session: in.Session, callID: in.CallID, agent: in.Agent, questions: in.Questions, timeout: timeout}
+	return nil, fg.begin(ctx, req, a)
+}
+
+// begin checks a, starts its wait, tells a lease-holding caller who owns
+// it, and publishes its waterfall request. The reply follows in finish.
+func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
+	if err := checkSession(a.session); err != nil {
+		return err
+	}
+	if a.kind != legacyWait {
+		if err := checkCall(a.callID); err != nil {
+			return err
+		}
+	}
+	if err := holdover.ValidateQuestions(a.questions); err != nil {
+		return err
+	}
+	if a.agent != nil {
+		if err := fg.s.roots.Check(ctx, a.session, *a.agent); err != nil {
+			return err
+		}
+	}
+	if req.reply == "" {
+		return holdover.Newf(holdover.CodeBadRequest, "%s needs a reply subject to answer on", opAsk)
+	}
+	w, err := fg.reg.Start(context.Background(), waiter.Key{Session: a.session, CallID: a.callID}, a.timeout)
+	if err != nil {
+		return err
+	}
+	lw := &liveWait{
+		w:      w,
+		kind:   a.kind,
+		reply:  req.reply,
+		caller: req.header.Get(headerCallerLease),
+		req: WaterfallRequest{
+			RequestID: newRequestID(),
+			Session:   a.session,
+			CallID:    a.callID,
+			Questions: a.questions,
+			Intent:    a.intent,
+			Owner:     fg.leaseName,
+		},
+	}
+	if a.kind != legacyWait {
+		lw.req.Wait = &WaitRef{CallID: a.callID, Timed: a.kind == timedWait}
+	}
+	firstOfCaller := fg.track(lw)
+	fg.replies.Add(1)
+	context.AfterFunc(w.Context(), func() { fg.finish(lw) })
+
+	if lw.caller != "" {
+		fg.sendAccepted(lw)
+		if firstOfCaller {
+			go fg.checkCaller(lw.caller)
+		}
+	}
+	if err := fg.wf.publish(&lw.req); err != nil {
+		w.Reject(err)
+	}
+	return nil
+}
+
+func (fg *foreground) sendAccepted(lw *liveWait) {
+	msg := nats.NewMsg(lw.reply)
+	msg.Header.Set(headerFrame, frameAccepted)
+	msg.Data, _ = json.Marshal(accepted{Owner: fg.leaseName, RequestID: lw.req.RequestID}) // strings only
+	if err := fg.nc.PublishMsg(msg); err != nil {
+		fg.log.Warn("send accepted frame", "request", lw.req.RequestID, "err", err)
+	}
+}
+
+// track indexes lw and reports whether it is the first live wait of its
+// caller's lease here, which then needs one look-up: a caller that died
+// before its request arrived left no advisory to hear.
+func (fg *foreground) track(lw *liveWait) (firstOfCaller bool) {
+	fg.mu.Lock()
+	defer fg.mu.Unlock()
+	fg.seq++
+	lw.seq = fg.seq
+	id := lw.req.RequestID
+	fg.byRequest[id] = lw
+	if lw.kind != legacyWait {
+		fg.byKey[lw.w.Key()] = lw
+	}
+	addTo(fg.bySession, lw.req.Session, id, lw)
+	if lw.caller != "" {
+		firstOfCaller = addTo(fg.byCaller, lw.caller, id, lw)
+	}
+	return firstOfCaller
+}
+
+func (fg *foreground) untrack(lw *liveWait) {
+	fg.mu.Lock()
+	defer fg.mu.Unlock()
+	id := lw.req.RequestID
+	delete(fg.byRequest, id)
+	if fg.byKey[lw.w.Key()] == lw {
+		delete(fg.byKey, lw.w.Key())
+	}
+	removeFrom(fg.bySession, lw.req.Session, id)
+	if lw.caller != "" {
+		removeFrom(fg.byCaller, lw.caller, id)
+	}
+}
+
+// addTo adds lw to the set under key and reports whether the set is new.
+func addTo(m map[string]map[string]*liveWait, key, id string, lw *liveWait) bool {
+	set, ok := m[key]
+	if !ok {
+		set = make(map[string]*liveWait, 1)
+		m[key] = set
+	}
+	set[id] = lw
+	return !ok
+}
+
+func removeFrom(m map[string]map[string]*liveWait, key, id string) {
+	if set := m[key]; set != nil {
+		delete(set, id)
+		if len(set) == 0 {
+			delete(m, key)
+		}
+	}
+}
+
+// finish runs once the wait has settled: it replies to the caller first
+// (that is the latency that matters), then tells the Session's answerers
+// the request ended and closes its claims (W4, W7).
+func (fg *foreground) finish(lw *liveWait) {
+	defer fg.replies.Done()
+	answers, settleErr := lw.w.Result(context.Background()) // settled: returns at once
+	fg.untrack(lw)
+
+	var result any
+	err := settleErr
+	if lw.kind == timedWait {
+		result, err = waiter.TimedOutcome(answers, settleErr)
+	} else if err == nil {
+		result = holdover.Batch{Answers: answers}
+	}
+	msg, encErr := fg.s.replyMsg(lw.reply, result, err)
+	if encErr != nil {
+		msg = errorMsg(lw.reply, encErr)
+	}
+	lw.mu.Lock()
+	lw.ended = true
+	claims := lw.claims
+	lw.claims = nil
+	if lw.stopped {
+		if msg.Header == nil {
+			msg.Header = nats.Header{}
+		}
+		msg.Header.Set(headerOwnerStopped, "true")
+	}
+	lw.mu.Unlock()
+	if perr := fg.nc.PublishMsg(msg); perr != nil {
+		fg.log.Warn("send foreground reply", "request", lw.req.RequestID, "err", perr)
+	}
+
+	if cerr := fg.wf.cancel(lw.req.Session, CancelNotice{RequestID: lw.req.RequestID, CallID: lw.req.CallID, Reason: cancelReason(settleErr)}); cerr != nil {
+		fg.log.Warn("send cancel notice", "request", lw.req.RequestID, "err", cerr)
+	}
+	for _, c := range claims {
+		fg.closeClaim(c.name)
+	}
+}
+
+// inflight lists this worker's live requests of a Session. Every worker
+// answers (the endpoint fans out); the Client merges the lists.
+func (fg *foreground) inflight(_ context.Context, req *request) (any, error) {
+	var in InflightRequest
+	if err := decode(req.data, &in); err != nil {
+		return nil, err
+	}
+	if err := checkSession(in.Session); err != nil {
+		return nil, err
+	}
+	fg.mu.Lock()
+	defer fg.mu.Unlock()
+	out := InflightResult{Requests: make([]WaterfallRequest, 0, len(fg.bySession[in.Session]))}
+	for _, lw := range fg.bySession[in.Session] {
+		out.Requests = append(out.Requests, lw.req)
+	}
+	return out, nil
+}
+
+// route applies one waterfall outcome to its wait. An outcome for a
+// request that has ended lost the race and is dropped (W8).
+func (fg *foreground) route(requestID string, m *nats.Msg) {
+	fg.mu.Lock()
+	lw := fg.byRequest[requestID]
+	fg.mu.Unlock()
+	if lw == nil {
+		return
+	}
+	if isNoResponders(m) {
+		// Final only for a legacy ask: a timed wait waits out its deadline
+		// and a keyed blocking one waits for a Client to join (W6).
+		if lw.kind == legacyWait {
+			lw.w.NoProvider()
+		}
+		return
+	}
+	out, err := parseOutcome(m.Data)
+	if err != nil {
+		fg.log.Warn("drop malformed waterfall outcome", "request", requestID, "err", err)
+		return
+	}
+	switch out.Kind {
+	case OutcomeSettle:
+		// A batch that does not fit the questions answers nothing; the
+		// request stays open for a good one.
+		if err := holdover.ValidateBatch(lw.req.Questions, out.Answers); err != nil {
+			fg.log.Warn("drop answer batch", "request", requestID, "err", err)
+			return
+		}
+		lw.w.Answer(out.Answers)
+	case OutcomeReject:
+		lw.w.Reject(&holdover.Error{Code: out.Error.Code, Message: out.Error.Message})
+	case OutcomeDelegate:
+		fg.log.Debug("request delegated", "request", requestID)
+	}
+}
+
+// onAbort ends a wait whose caller stopped waiting (W5: ASK_ABORTED).
+func (fg *foreground) onAbort(m *nats.Msg) {
+	fg.mu.Lock()
+	lw := fg.byRequest[string(m.Data)]
+	fg.mu.Unlock()
+	if lw != nil {
+		lw.w.Reject(holdover.Newf(holdover.CodeAskAborted, "the caller stopped waiting before call %q was answered", lw.req.CallID))
+	}
+	if m.Reply != "" {
+		_ = m.Respond(nil)
+	}
+}
+
+// onStatus tells a reconnected caller whether its request is still live;
+// if not, the reply it was sent was lost while it was cut off.
+func (fg *foreground) onStatus(m *nats.Msg) {
+	fg.mu.Lock()
+	_, live := fg.byRequest[string(m.Data)]
+	fg.mu.Unlock()
+	answer := []byte("gone")
+	if live {
+		answer = []byte("live")
+	}
+	_ = m.Respond(answer)
+}
+
+// checkCaller ends the waits of a caller whose lease is already gone.
+func (fg *foreground) checkCaller(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), fg.bound)
+	defer cancel()
+	alive, err := consumerExists(ctx, fg.js, name)
+	switch {
+	case err != nil:
+		fg.log.Warn("check caller lease", "lease", name, "err", err)
+	case !alive:
+		fg.callerGone(name)
+	}
+}
+
+// callerGone ends every wait of a caller that died (W5: ASK_ABORTED), so no
+// wait is left without anyone to answer to.
+func (fg *foreground) callerGone(name string) {
+	fg.mu.Lock()
+	set := fg.byCaller[name]
+	waits := make([]*liveWait, 0, len(set))
+	for _, lw := range set {
+		waits = append(waits, lw)
+	}
+	fg.mu.Unlock()
+	for _, lw := range waits {
+		lw.w.Reject(holdover.Newf(holdover.CodeAskAborted, "the agent waiting on call %q is gone", lw.req.CallID))
+	}
+	if len(waits) > 0 {
+		fg.log.Info("caller gone; its waits aborted", "lease", name, "waits", len(waits))
+	}
+}

@@ -1,0 +1,193 @@
+package userquestions
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// The waterfall (W6, W8) carries one foreground request from the worker
+// that owns its wait to every answerer watching the Session: the worker
+// publishes it as a core request on streams.AskSubject with a reply subject
+// of its own; gateways with Clients on the Session subscribe there and
+// forward it. Answerers reply with a WaterfallOutcome on that reply
+// subject. The first settle or reject wins, later outcomes are dropped,
+// and delegation passes the request on without answering it. NATS answers
+// "no responders" when nobody watches the Session. When the request ends,
+// the worker publishes a CancelNotice on streams.CancelSubject so every
+// other Client drops it; Clients that join later list in-flight requests
+// with the inflight endpoint and answer through the same reply subject.
+
+// WaterfallRequest is one foreground request as answerers see it.
+type WaterfallRequest struct {
+	// RequestID names this request; cancel notices and inflight listings
+	// refer to it. A re-asked call gets a new one.
+	RequestID string              `json:"requestId"`
+	Session   string              `json:"session"`
+	CallID    string              `json:"callId,omitempty"`
+	Questions []holdover.Question `json:"questions"`
+	Intent    *holdover.Intent    `json:"intent,omitempty"`
+	// Wait is set for a keyed request: {callId, timed: true} for askTimed,
+	// {callId} for a keyed blocking ask (M3). A legacy request has none and
+	// cannot be claimed.
+	Wait *WaitRef `json:"wait,omitempty"`
+	// Owner is the lease of the worker that owns the request. Answerers
+	// watch it, so that a dead worker's requests do not linger.
+	Owner string `json:"owner"`
+	// Reply is where outcomes go: the reply subject of the delivered
+	// message, written out in inflight listings.
+	Reply string `json:"reply,omitempty"`
+}
+
+// WaitRef is the wait of a keyed request (W3).
+type WaitRef struct {
+	CallID string `json:"callId"`
+	Timed  bool   `json:"timed,omitempty"`
+}
+
+// The kinds of WaterfallOutcome.
+const (
+	// OutcomeSettle answers the request with a batch.
+	OutcomeSettle = "settle"
+	// OutcomeReject fails it with a coded error: ASK_TIMED_OUT from a
+	// Client countdown (W5), ASK_CANCELLED from a closed panel (C2), …
+	OutcomeReject = "reject"
+	// OutcomeDelegate passes it on: never an answer; the request stays
+	// with the other and later answerers.
+	OutcomeDelegate = "delegate"
+)
+
+// WaterfallOutcome is what an answerer sends to a request's reply subject.
+type WaterfallOutcome struct {
+	Kind    string            `json:"kind"`
+	Answers []holdover.Answer `json:"answers,omitempty"`
+	Error   *holdover.Error   `json:"error,omitempty"`
+}
+
+// CancelNotice tells every answerer of a Session that a request ended.
+type CancelNotice struct {
+	RequestID string `json:"requestId"`
+	CallID    string `json:"callId,omitempty"`
+	// Reason says how it ended: answered, expired, rejected, aborted, or,
+	// from an answerer's own bookkeeping, owner-lost or gone.
+	Reason string `json:"reason"`
+}
+
+// The reasons of a CancelNotice.
+const (
+	ReasonAnswered  = "answered"
+	ReasonExpired   = "expired"
+	ReasonRejected  = "rejected"
+	ReasonAborted   = "aborted"
+	ReasonOwnerLost = "owner-lost"
+	ReasonGone      = "gone"
+)
+
+// cancelReason names how a wait that ended with err ended.
+func cancelReason(err error) string {
+	switch holdover.CodeOf(err) {
+	case "":
+		return ReasonAnswered
+	case holdover.CodeAskTimedOut:
+		return ReasonExpired
+	case holdover.CodeAskAborted:
+		return ReasonAborted
+	default:
+		return ReasonRejected
+	}
+}
+
+// waterfall is the worker's end of the waterfall: it publishes requests
+// and receives every outcome on one wildcard subscription, routed by the
+// request id that ends each reply subject.
+type waterfall struct {
+	nc     *nats.Conn
+	prefix string // _INBOX.<nuid>. ; a reply subject is prefix + request id
+	sub    *nats.Subscription
+}
+
+// newWaterfall subscribes to the outcomes of this worker's requests and
+// hands each to route with the request id it names.
+func newWaterfall(nc *nats.Conn, route func(requestID string, m *nats.Msg)) (*waterfall, error) {
+	wf := &waterfall{nc: nc, prefix: nc.NewInbox() + "."}
+	sub, err := nc.Subscribe(wf.prefix+"*", func(m *nats.Msg) {
+		route(strings.TrimPrefix(m.Subject, wf.prefix), m)
+	})
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "subscribe to waterfall outcomes: %v", err)
+	}
+	// Answerers reply at the speed of people; only a flood could fill
+	// this, and a dropped outcome is a lost answer, so do not bound it.
+	_ = sub.SetPendingLimits(-1, -1)
+	wf.sub = sub
+	return wf, nil
+}
+
+// newRequestID returns a fresh request id; it is a plain subject token.
+func newRequestID() string { return nuid.Next() }
+
+// publish sends req to the Session's answerers, filling in req.Reply.
+// A "no responders" status comes back on the reply subject.
+func (wf *waterfall) publish(req *WaterfallRequest) error {
+	subject, err := streams.AskSubject(req.Session)
+	if err != nil {
+		return err
+	}
+	req.Reply = wf.prefix + req.RequestID
+	data, err := encode(req)
+	if err != nil {
+		return err
+	}
+	if err := wf.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: req.Reply, Data: data}); err != nil {
+		return holdover.Newf(holdover.CodeInternal, "publish request %s: %v", req.RequestID, err)
+	}
+	return nil
+}
+
+// cancel tells the Session's answerers that the request ended.
+func (wf *waterfall) cancel(sid string, notice CancelNotice) error {
+	subject, err := streams.CancelSubject(sid)
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(notice) // strings only
+	if err := wf.nc.Publish(subject, data); err != nil {
+		return holdover.Newf(holdover.CodeInternal, "publish cancel of %s: %v", notice.RequestID, err)
+	}
+	return nil
+}
+
+func (wf *waterfall) close() { _ = wf.sub.Unsubscribe() }
+
+// isNoResponders reports whether m is the server's "no responders" status.
+func isNoResponders(m *nats.Msg) bool {
+	return len(m.Data) == 0 && m.Header.Get("Status") == "503"
+}
+
+// parseOutcome decodes an answerer's outcome. Anything that is not a
+// well-formed settle, reject or delegate is BAD_REQUEST.
+func parseOutcome(data []byte) (WaterfallOutcome, error) {
+	var out WaterfallOutcome
+	if err := decode(data, &out); err != nil {
+		return WaterfallOutcome{}, err
+	}
+	switch out.Kind {
+	case OutcomeSettle:
+		if out.Answers == nil {
+			return WaterfallOutcome{}, holdover.New(holdover.CodeBadRequest, "a settle outcome needs an answers list")
+		}
+	case OutcomeReject:
+		if out.Error == nil || out.Error.Code == "" {
+			return WaterfallOutcome{}, holdover.New(holdover.CodeBadRequest, "a reject outcome needs an error with a code")
+		}
+	case OutcomeDelegate:
+	default:
+		return WaterfallOutcome{}, holdover.Newf(holdover.CodeBadRequest, "unknown waterfall outcome kind %q", out.Kind)
+	}
+	return out, nil
+}
