@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/projection"
 )
 
@@ -60,6 +62,8 @@ func Current(extra map[string]string) map[string]string {
 		"events.TurnEnd":          Shape(events.TurnEnd{}),
 		"events.StepEnd":          Shape(events.StepEnd{}),
 		"projection.View":         Shape(projection.View{}),
+		"liveroot.Record":         Shape(liveroot.Record{}),
+		"inbox.Reservation":       Shape(inbox.Reservation{}),
 	}
 	for k, v := range extra {
 		shapes[k] = v

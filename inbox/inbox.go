@@ -1,0 +1,128 @@
+// Package inbox owns each Session's durable inbox and the reply
+// reservations of late answers (D8).
+//
+// A late answer becomes a user message queued on the Session's inbox
+// subject in the INBOX stream; that queued message is the durable reply.
+// The agent runtime reads the inbox (Open, DecodeMsg) and records in the
+// Session log that it spliced, claimed, admitted (as user/message) or
+// discarded each message. A reservation per (Session, call) in the
+// replyReservations bucket covers a reply from queuing through claim to
+// admission, so a call never has two replies waiting; it follows the
+// Session log (Reservation.Apply, Tracker).
+//
+// The package never decides whether a call may be answered (steer/ does)
+// and never writes the Session log (the runtime does).
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// Subject is the inbox subject of Session sid.
+func Subject(sid string) (string, error) { return streams.InboxSubject(sid) }
+
+// publishAttempts bounds how often Publish sends one message. Every
+// attempt carries the same message id, so a retry after a lost
+// acknowledgement stores nothing twice.
+const publishAttempts = 3
+
+// Publish queues msg durably in Session sid's inbox and returns its inbox
+// stream sequence. The message id is the JetStream message id
+// (Nats-Msg-Id): within the stream's duplicate window, publishing the same
+// message again is acknowledged without storing a second copy.
+func Publish(ctx context.Context, js jetstream.JetStream, sid string, msg events.Message) (uint64, error) {
+	subject, err := Subject(sid)
+	if err != nil {
+		return 0, err
+	}
+	if err := msg.Validate(); err != nil {
+		return 0, err
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return 0, holdover.Newf(holdover.CodeInternal, "encode inbox message %s: %v", msg.ID, err)
+	}
+	if len(data) > events.MaxEventBytes {
+		return 0, holdover.Newf(holdover.CodeBadRequest, "inbox message %s is %d bytes, over the %d byte limit", msg.ID, len(data), events.MaxEventBytes)
+	}
+	for attempt := 1; ; attempt++ {
+		ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(msg.ID))
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		if attempt == publishAttempts || ctx.Err() != nil {
+			return 0, holdover.Newf(holdover.CodeInternal, "queue message %s in the inbox of session %s: %v", msg.ID, sid, err)
+		}
+	}
+}
+
+// Queued is one message read from a Session inbox.
+type Queued struct {
+	// Seq is the inbox stream sequence; the runtime records it in
+	// agent/inbox/spliced so it can resume reading after it.
+	Seq     uint64
+	Message events.Message
+}
+
+// Decode parses one stored inbox message. Oversized, malformed or invalid
+// messages are BAD_REQUEST.
+func Decode(data []byte) (events.Message, error) {
+	if len(data) > events.MaxEventBytes {
+		return events.Message{}, holdover.Newf(holdover.CodeBadRequest, "inbox message is %d bytes, over the %d byte limit", len(data), events.MaxEventBytes)
+	}
+	var m events.Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return events.Message{}, holdover.Newf(holdover.CodeBadRequest, "inbox message is not valid JSON: %v", err)
+	}
+	if err := m.Validate(); err != nil {
+		return events.Message{}, err
+	}
+	return m, nil
+}
+
+// DecodeMsg decodes a message delivered from the INBOX stream.
+func DecodeMsg(m jetstream.Msg) (Queued, error) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return Queued{}, holdover.Newf(holdover.CodeInternal, "inbox message has no JetStream metadata: %v", err)
+	}
+	msg, err := Decode(m.Data())
+	return Queued{Seq: meta.Sequence.Stream, Message: msg}, err
+}
+
+// readerIdle is how long an inbox reader's consumer outlives its client.
+const readerIdle = 30 * time.Second
+
+// Open returns an ordered consumer of Session sid's inbox that starts after
+// inbox stream sequence `after` (0: from the first message). A runtime
+// consumes it (Consume, Messages or Fetch) and decodes with DecodeMsg; it
+// resumes after a restart from the InboxSeq of its last splice.
+func Open(ctx context.Context, inbox jetstream.Stream, sid string, after uint64) (jetstream.Consumer, error) {
+	subject, err := Subject(sid)
+	if err != nil {
+		return nil, err
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{subject},
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: readerIdle,
+	}
+	if after > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = after + 1
+	}
+	cons, err := inbox.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "open the inbox of session %s: %v", sid, err)
+	}
+	return cons, nil
+}

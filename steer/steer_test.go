@@ -1,0 +1,413 @@
+package steer_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/steer"
+	"github.com/holdover-dev/holdover/steer/steertest"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+type rig struct {
+	env      *embeddedtest.Env
+	log      *sessionlog.Log
+	rs       *inbox.Reservations
+	answerer *steer.Answerer
+}
+
+func newRig(t *testing.T) *rig {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	rs := inbox.NewReservations(env.Topology.Reservations, log)
+	views := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
+	return &rig{env: env, log: log, rs: rs, answerer: steer.New(views, rs, env.JS)}
+}
+
+func (r *rig) session(t *testing.T, sid string) *steertest.Session {
+	return steertest.NewSession(t, r.log, sid)
+}
+
+// runTracker runs a reservation Tracker until the test ends.
+func (r *rig) runTracker(t *testing.T) *inbox.Tracker {
+	tr := inbox.NewTracker(r.rs, r.env.Topology.Sessions, r.log, inbox.TrackerConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	return tr
+}
+
+func (r *rig) answer(t *testing.T, sid, callID string, answers []holdover.Answer) (holdover.AnswerResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return r.answerer.Answer(ctx, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers})
+}
+
+func (r *rig) accept(t *testing.T, sid, callID string, answers []holdover.Answer) string {
+	t.Helper()
+	res, err := r.answer(t, sid, callID, answers)
+	require.NoError(t, err)
+	require.True(t, res.Accepted)
+	require.NotEmpty(t, res.MessageID)
+	return res.MessageID
+}
+
+func requireCode(t *testing.T, code holdover.Code, res holdover.AnswerResult, err error) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, code, holdover.CodeOf(err), "%v", err)
+	require.False(t, res.Accepted)
+}
+
+// queued reads every message in Session sid's inbox, in order.
+func (r *rig) queued(t *testing.T, sid string) []inbox.Queued {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	subject, err := inbox.Subject(sid)
+	require.NoError(t, err)
+	info, err := r.env.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter(subject))
+	require.NoError(t, err)
+	want := int(info.State.Subjects[subject])
+	if want == 0 {
+		return nil
+	}
+	cons, err := inbox.Open(ctx, r.env.Topology.Inbox, sid, 0)
+	require.NoError(t, err)
+	var out []inbox.Queued
+	for len(out) < want {
+		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			q, err := inbox.DecodeMsg(m)
+			require.NoError(t, err)
+			out = append(out, q)
+		}
+		require.NoError(t, batch.Error())
+	}
+	return out
+}
+
+// D6: an accepted answer is queued as a user message with the reply
+// source and the answer_to_pending_question text naming the call, its
+// original questions and the answers.
+func TestD6AcceptedAnswerQueuesTheReplyMessage(t *testing.T) {
+	r := newRig(t)
+	s := r.session(t, "s1")
+	qs := steertest.Questions("color", "size")
+	s.Continued("call-1", qs)
+
+	answers := []holdover.Answer{{ID: "size", Selected: []string{"no"}}, {ID: "color", Selected: []string{}, Custom: "teal"}}
+	id := r.accept(t, "s1", "call-1", answers)
+
+	q := r.queued(t, "s1")
+	require.Len(t, q, 1)
+	msg := q[0].Message
+	require.Equal(t, id, msg.ID)
+	require.Equal(t, "user", msg.Role)
+	require.Equal(t, events.Source{Kind: events.SourceUserQuestionReply, CallID: "call-1", Outcome: events.OutcomeAnswered}, msg.Source)
+	var text map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(events.JoinText(msg.Content)), &text))
+	require.JSONEq(t, `"answer_to_pending_question"`, string(text["kind"]))
+	require.JSONEq(t, `"ask_user_question"`, string(text["tool"]))
+	require.JSONEq(t, `"call-1"`, string(text["callId"]))
+	reply, err := events.ParseReply(events.JoinText(msg.Content))
+	require.NoError(t, err)
+	require.Equal(t, qs, reply.Questions)
+	require.Equal(t, answers, reply.Answers)
+
+	// The message id is the JetStream message id, so a retried publish is
+	// not a second reply.
+	raw, err := r.env.Topology.Inbox.GetMsg(context.Background(), q[0].Seq)
+	require.NoError(t, err)
+	require.Equal(t, id, raw.Header.Get(jetstream.MsgIDHeader))
+}
+
+// D6: an answer never settles the question; the call stays continued
+// until the agent admits the reply (D5).
+func TestD6AnswerDoesNotSettle(t *testing.T) {
+	r := newRig(t)
+	s := r.session(t, "s1")
+	qs := steertest.Questions("q1")
+	s.Continued("call-1", qs)
+	r.accept(t, "s1", "call-1", steertest.Choose(qs))
+
+	v, err := projection.NewStore(r.env.JS, r.env.Topology.Sessions, r.env.Topology.Questions).CaughtUp(context.Background(), "s1")
+	require.NoError(t, err)
+	c, ok := v.Find("call-1")
+	require.True(t, ok)
+	require.Equal(t, projection.Continued, c.Status)
+}
+
+// D6 (M5): a batch that skips every question is an answer, and accepted.
+func TestD6AllSkippedBatchIsAccepted(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1", "q2")
+	r.session(t, "s1").Continued("call-1", qs)
+	r.accept(t, "s1", "call-1", steertest.Skip(qs))
+	// A skipped answer sent with selected omitted reads the same.
+	r2 := r.session(t, "s2")
+	r2.Continued("call-1", qs)
+	r.accept(t, "s2", "call-1", []holdover.Answer{{ID: "q1"}, {ID: "q2"}})
+}
+
+// D6: BAD_ANSWER unless the batch names every question exactly once; a
+// rejected batch queues nothing and leaves the call answerable.
+func TestD6BatchMustNameEveryQuestionOnce(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1", "q2")
+	r.session(t, "s1").Continued("call-1", qs)
+	yes := []string{"yes"}
+	for name, answers := range map[string][]holdover.Answer{
+		"empty":     {},
+		"nil":       nil,
+		"missing":   {{ID: "q1", Selected: yes}},
+		"wrong id":  {{ID: "q1", Selected: yes}, {ID: "q3", Selected: yes}},
+		"duplicate": {{ID: "q1", Selected: yes}, {ID: "q1", Selected: yes}},
+		"extra":     {{ID: "q1", Selected: yes}, {ID: "q2", Selected: yes}, {ID: "q3", Selected: yes}},
+		"repeat":    {{ID: "q1", Selected: yes}, {ID: "q2", Selected: yes}, {ID: "q2", Selected: yes}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := r.answer(t, "s1", "call-1", answers)
+			requireCode(t, holdover.CodeBadAnswer, res, err)
+		})
+	}
+	require.Empty(t, r.queued(t, "s1"))
+	r.accept(t, "s1", "call-1", steertest.Choose(qs))
+}
+
+// D6: false (not an error) for an unknown call or one that is not
+// continued: open, settled in time, failed, or legacy.
+func TestD6NotAnswerableIsFalse(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Header(true)
+	s.Ask("open", qs)
+	s.Ask("settled", qs)
+	answered, err := json.Marshal(holdover.Batch{Answers: steertest.Choose(qs)})
+	require.NoError(t, err)
+	s.Append(&events.ToolResult{CallID: "settled", Name: holdover.ToolName, Content: events.Text(string(answered))})
+	s.Ask("failed", qs)
+	s.Append(&events.ToolResult{CallID: "failed", Name: holdover.ToolName, IsError: true, Error: &events.ToolError{Code: holdover.CodeAskAborted}})
+	// M1, D2, D3: a legacy call repaired as TOOL_OUTCOME_UNKNOWN is never
+	// tracked, so it is not answerable.
+	s.Header(false)
+	s.Ask("legacy", qs)
+	s.Repaired("legacy")
+
+	for _, callID := range []string{"unknown", "open", "settled", "failed", "legacy"} {
+		res, err := r.answer(t, "s1", callID, steertest.Choose(qs))
+		require.NoError(t, err, callID)
+		require.False(t, res.Accepted, callID)
+		require.Empty(t, res.MessageID, callID)
+	}
+	res, err := r.answer(t, "no-such-session", "call-1", steertest.Choose(qs))
+	require.NoError(t, err)
+	require.False(t, res.Accepted)
+	require.Empty(t, r.queued(t, "s1"))
+}
+
+// D3: a timed call repaired as TOOL_OUTCOME_UNKNOWN is continued, so it
+// takes a late answer.
+func TestD6RepairedTimedCallIsAnswerable(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Header(true)
+	s.Ask("call-1", qs)
+	s.Repaired("call-1")
+	r.accept(t, "s1", "call-1", steertest.Choose(qs))
+}
+
+// D6 is validated against the projection caught up to the Session's last
+// event: no projection worker runs here, and the KV bucket is empty.
+func TestD6ValidatesAgainstTheCaughtUpLog(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Header(true)
+	s.Ask("call-1", qs)
+	res, err := r.answer(t, "s1", "call-1", steertest.Choose(qs))
+	require.NoError(t, err)
+	require.False(t, res.Accepted, "an open call is not answerable")
+
+	s.Pending("call-1")
+	r.accept(t, "s1", "call-1", steertest.Choose(qs))
+	_, err = r.env.Topology.Questions.Get(context.Background(), "s1")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "steer reads the log, it never writes the projection")
+}
+
+// D6: out-of-order answers to two continued calls queue in submission
+// order.
+func TestD6AnswersQueueInSubmissionOrder(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Continued("first", qs)
+	s.Continued("second", qs)
+
+	idSecond := r.accept(t, "s1", "second", steertest.Choose(qs))
+	idFirst := r.accept(t, "s1", "first", steertest.Skip(qs))
+
+	q := r.queued(t, "s1")
+	require.Len(t, q, 2)
+	require.Equal(t, []string{idSecond, idFirst}, []string{q[0].Message.ID, q[1].Message.ID})
+	require.Equal(t, "second", q[0].Message.Source.CallID)
+	require.Equal(t, "first", q[1].Message.Source.CallID)
+	require.Less(t, q[0].Seq, q[1].Seq)
+}
+
+// D8: a second answer is REPLY_QUEUED while the first awaits admission,
+// through splice and claim, and accepted again after a discard.
+func TestD8SecondAnswerQueuedUntilDiscard(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Continued("call-1", qs)
+	first := r.accept(t, "s1", "call-1", steertest.Choose(qs))
+
+	res, err := r.answer(t, "s1", "call-1", steertest.Skip(qs))
+	requireCode(t, holdover.CodeReplyQueued, res, err)
+
+	q := r.queued(t, "s1")
+	s.Splice(q[0].Message, q[0].Seq)
+	res, err = r.answer(t, "s1", "call-1", steertest.Skip(qs))
+	requireCode(t, holdover.CodeReplyQueued, res, err)
+	s.Claim(first)
+	res, err = r.answer(t, "s1", "call-1", steertest.Skip(qs))
+	requireCode(t, holdover.CodeReplyQueued, res, err)
+
+	// P5, §7: the queued reply is cancelled before admission; the question
+	// stays answerable.
+	s.Discard(first)
+	second := r.accept(t, "s1", "call-1", steertest.Skip(qs))
+	require.NotEqual(t, first, second)
+	require.Len(t, r.queued(t, "s1"), 2)
+}
+
+// D8: a Turn that ends without admitting a spliced reply releases it; a
+// Turn end before the reply entered the agent's inbox does not, because
+// the reply is still on its way into the next Turn.
+func TestD8UnadmittedTurnEndReleases(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Continued("call-1", qs)
+	r.accept(t, "s1", "call-1", steertest.Choose(qs))
+
+	s.TurnEnd("t2")
+	res, err := r.answer(t, "s1", "call-1", steertest.Skip(qs))
+	requireCode(t, holdover.CodeReplyQueued, res, err)
+
+	q := r.queued(t, "s1")
+	s.Splice(q[0].Message, q[0].Seq)
+	s.TurnEnd("t3")
+	r.accept(t, "s1", "call-1", steertest.Skip(qs))
+}
+
+// D5, D8: admission settles the call; it is then no longer answerable.
+func TestD8AdmissionSettles(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Continued("call-1", qs)
+	id := r.accept(t, "s1", "call-1", steertest.Choose(qs))
+	q := r.queued(t, "s1")
+	s.Splice(q[0].Message, q[0].Seq)
+	s.Claim(id)
+	s.Admit(q[0].Message)
+	s.TurnEnd("t2")
+
+	res, err := r.answer(t, "s1", "call-1", steertest.Skip(qs))
+	require.NoError(t, err)
+	require.False(t, res.Accepted)
+}
+
+// D8: a reply restored after a restart and claimed again re-creates its
+// reservation, which blocks a new answer until the reply is admitted.
+func TestD8RestoredReclaimedReplyBlocksANewOne(t *testing.T) {
+	r := newRig(t)
+	tr := r.runTracker(t)
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Continued("call-1", qs)
+	id := r.accept(t, "s1", "call-1", steertest.Choose(qs))
+	q := r.queued(t, "s1")
+	s.Splice(q[0].Message, q[0].Seq)
+	s.Claim(id)
+	// The runtime dies; the repair ends the Turn without admission, which
+	// releases the reservation.
+	s.TurnEnd("t2")
+	require.NoError(t, tr.Wait(context.Background(), s.Last()))
+	_, held, err := r.rs.Held(context.Background(), "s1", "call-1")
+	require.NoError(t, err)
+	require.False(t, held)
+
+	// The resumed runtime restores the reply from its splice and claims it.
+	s.Claim(id)
+	require.NoError(t, tr.Wait(context.Background(), s.Last()))
+	res, err := r.answer(t, "s1", "call-1", steertest.Skip(qs))
+	requireCode(t, holdover.CodeReplyQueued, res, err)
+
+	s.Admit(q[0].Message)
+	res, err = r.answer(t, "s1", "call-1", steertest.Skip(qs))
+	require.NoError(t, err)
+	require.False(t, res.Accepted, "admitted: settled, no longer continued")
+}
+
+func TestBadIdsAreBadRequest(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	for _, sid := range []string{"a.b", "*", ">", "", "a b"} {
+		res, err := r.answer(t, sid, "call-1", steertest.Choose(qs))
+		requireCode(t, holdover.CodeBadRequest, res, err)
+	}
+	res, err := r.answer(t, "s1", "", steertest.Choose(qs))
+	requireCode(t, holdover.CodeBadRequest, res, err)
+}
+
+// A call id that is not a plain token (as models produce) still works:
+// it is encoded in the reservation key, never used raw.
+func TestCallIDsAreTokenised(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	r.session(t, "s1").Continued("toolu.01*>", qs)
+	r.accept(t, "s1", "toolu.01*>", steertest.Choose(qs))
+	res, err := r.answer(t, "s1", "toolu.01*>", steertest.Choose(qs))
+	requireCode(t, holdover.CodeReplyQueued, res, err)
+}
+
+// D8: a reply that could not be queued releases its reservation, so the
+// user can answer again once the inbox is back.
+func TestD8FailedPublishReleasesTheReservation(t *testing.T) {
+	r := newRig(t)
+	qs := steertest.Questions("q1")
+	r.session(t, "s1").Continued("call-1", qs)
+	ctx := context.Background()
+	require.NoError(t, r.env.JS.DeleteStream(ctx, streams.InboxStream))
+
+	res, err := r.answer(t, "s1", "call-1", steertest.Choose(qs))
+	requireCode(t, holdover.CodeInternal, res, err)
+	_, held, err := r.rs.Held(ctx, "s1", "call-1")
+	require.NoError(t, err)
+	require.False(t, held)
+
+	top, err := streams.Provision(ctx, r.env.JS, streams.Config{Memory: true})
+	require.NoError(t, err)
+	r.env.Topology = top
+	r.accept(t, "s1", "call-1", steertest.Choose(qs))
+}
