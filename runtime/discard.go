@@ -1,0 +1,84 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// DiscardSubject is the core subject where the live root of sid takes
+// requests to discard a queued inbox message (the Client's "discard the
+// queued reply", P5). It is not part of any stream.
+func DiscardSubject(sid string) (string, error) { return streams.SessionSubject(sid, "discard") }
+
+// DiscardRequest names the queued message to drop.
+type DiscardRequest struct {
+	MessageID string `json:"messageId"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// DiscardReply is the agent's answer: empty on success.
+type DiscardReply struct {
+	Error *holdover.Error `json:"error,omitempty"`
+}
+
+// Discard asks the live root of sid to discard a queued message. Its
+// errors keep the agent's code: NOT_FOUND, CONFLICT for a message already
+// admitted or dropped, INTERNAL when no live root listens.
+func Discard(ctx context.Context, nc *nats.Conn, sid, messageID, reason string) error {
+	subject, err := DiscardSubject(sid)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(DiscardRequest{MessageID: messageID, Reason: reason})
+	if err != nil {
+		return holdover.Newf(holdover.CodeInternal, "encode discard request: %v", err)
+	}
+	msg, err := nc.RequestWithContext(ctx, subject, data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return holdover.Newf(holdover.CodeInternal, "session %s has no running agent to discard %q", sid, messageID)
+	case err != nil:
+		return holdover.Newf(holdover.CodeInternal, "discard %q in session %s: %v", messageID, sid, err)
+	}
+	var reply DiscardReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return holdover.Newf(holdover.CodeInternal, "discard reply is not JSON: %v", err)
+	}
+	if reply.Error != nil {
+		return reply.Error
+	}
+	return nil
+}
+
+// serveDiscard answers discard requests for the agent's Session.
+func (a *Agent) serveDiscard(ctx context.Context) (*nats.Subscription, error) {
+	subject, err := DiscardSubject(a.sid)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := a.rt.nc.Subscribe(subject, func(m *nats.Msg) {
+		var req DiscardRequest
+		err := json.Unmarshal(m.Data, &req)
+		if err != nil || req.MessageID == "" {
+			err = holdover.New(holdover.CodeBadRequest, `a discard request is {"messageId": "…", "reason"?: "…"}`)
+		} else {
+			err = a.Discard(ctx, req.MessageID, req.Reason)
+		}
+		var reply DiscardReply
+		if err != nil {
+			reply.Error = holdover.Wire(err)
+		}
+		data, _ := json.Marshal(reply) // a code and a message always encode
+		_ = m.Respond(data)            // a lost reply times the requester out; the discard stands
+	})
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", subject, err)
+	}
+	return sub, nil
+}

@@ -1,0 +1,323 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/runtime/model"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// Config configures a runtime process: its connection, its model and its
+// tools. One Runtime serves any number of Sessions with them.
+type Config struct {
+	// Conn is the NATS connection; the topology must be provisioned.
+	Conn *nats.Conn
+	// Model answers the root agents' requests; ChildModel the children's
+	// (nil: Model).
+	Model      model.Model
+	ChildModel model.Model
+	// System is the system prompt of every request.
+	System string
+	// Ask configures ask_user_question (mode, default timeout); Questions is
+	// the question service it calls.
+	Ask       askuser.Config
+	Questions askuser.Service
+	// Tools are extra tools, offered after the runtime's own.
+	Tools []Tool
+	// Instance names this process in the live-root registry; empty picks a
+	// random one.
+	Instance string
+	// MaxSteps bounds the steps of one Turn; 0 means 200.
+	MaxSteps int
+	// CodeTimeout bounds one run_code program; 0 means ptc.DefaultTimeout.
+	CodeTimeout time.Duration
+	// Clock stamps events and runs sleep and run_code limits; nil is the
+	// real clock.
+	Clock clockwork.Clock
+	// Logger receives the runtime's logs; nil is slog.Default().
+	Logger *slog.Logger
+
+	// Session and Prompt are for Run: the Session to serve, and the user
+	// message that starts a Session whose log is empty.
+	Session string
+	Prompt  string
+}
+
+// Runtime is one runtime process: shared connections, registry and tools
+// for the agents it runs.
+type Runtime struct {
+	cfg        Config
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	sessions   *sessionlog.Log
+	inbox      jetstream.Stream
+	roots      *liveroot.Registry
+	clock      clockwork.Clock
+	log        *slog.Logger
+	instance   string
+	tools      *toolset
+	childTools *toolset
+
+	mu      sync.Mutex
+	running map[string]*started
+}
+
+// started is a Session this process runs or is starting.
+type started struct {
+	ready chan struct{}
+	agent *Agent
+	err   error
+}
+
+// New checks cfg and connects to the topology.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	switch {
+	case cfg.Conn == nil:
+		return nil, holdover.New(holdover.CodeBadRequest, "the runtime needs a NATS connection")
+	case cfg.Model == nil:
+		return nil, holdover.New(holdover.CodeBadRequest, "the runtime needs a model")
+	case cfg.Questions == nil:
+		return nil, holdover.New(holdover.CodeBadRequest, "the runtime needs a question service for ask_user_question")
+	}
+	if cfg.ChildModel == nil {
+		cfg.ChildModel = cfg.Model
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 200
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = newID("runtime")
+	}
+	rt := &Runtime{cfg: cfg, nc: cfg.Conn, clock: cfg.Clock, log: cfg.Logger, instance: cfg.Instance, running: map[string]*started{}}
+	if rt.clock == nil {
+		rt.clock = clockwork.NewRealClock()
+	}
+	if rt.log == nil {
+		rt.log = slog.Default()
+	}
+	rt.log = rt.log.With("instance", rt.instance)
+	var err error
+	if rt.js, err = jetstream.New(cfg.Conn); err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "open JetStream: %v", err)
+	}
+	sessions, err := rt.js.Stream(ctx, streams.SessionsStream)
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "open stream %s (is the topology provisioned?): %v", streams.SessionsStream, err)
+	}
+	if rt.inbox, err = rt.js.Stream(ctx, streams.InboxStream); err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "open stream %s: %v", streams.InboxStream, err)
+	}
+	kv, err := rt.js.KeyValue(ctx, streams.RootsBucket)
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "open bucket %s: %v", streams.RootsBucket, err)
+	}
+	rt.sessions = sessionlog.New(rt.js, sessions)
+	rt.roots = liveroot.New(kv)
+
+	ask, err := NewAskTool(cfg.Ask, cfg.Questions)
+	if err != nil {
+		return nil, err
+	}
+	own := []Tool{ask, runCodeTool{clock: rt.clock, timeout: cfg.CodeTimeout}, subagentTool{}, sleepTool{clock: rt.clock}}
+	if rt.tools, err = newToolset(append(own, cfg.Tools...)...); err != nil {
+		return nil, err
+	}
+	rt.childTools = rt.tools.without(SubagentTool)
+	return rt, nil
+}
+
+// Instance is the process's instance id in the live-root registry.
+func (rt *Runtime) Instance() string { return rt.instance }
+
+// Run serves cfg.Session until ctx ends: it registers as the Session's live
+// root, resumes it from its log, queues cfg.Prompt when the log is empty,
+// and runs the agent. It returns nil when ctx ends, and an error when the
+// Session cannot be served, such as CALLER_NOT_LIVE once another instance
+// took it over.
+func Run(ctx context.Context, cfg Config) error {
+	rt, err := New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	a, err := rt.Open(ctx, cfg.Session)
+	if err != nil {
+		return err
+	}
+	if cfg.Prompt != "" && a.empty() {
+		// A fixed id keeps a restart before the splice from queuing it twice.
+		if _, err := Steer(ctx, rt.js, cfg.Session, "prompt-"+cfg.Session, cfg.Prompt); err != nil {
+			return err
+		}
+	}
+	return a.Run(ctx)
+}
+
+// Open makes this process the live root of sid and resumes the Session
+// from its log, repairing interrupted tool calls. Run the returned agent
+// to serve it.
+func (rt *Runtime) Open(ctx context.Context, sid string) (*Agent, error) {
+	epoch, err := rt.roots.Register(ctx, sid, rt.instance)
+	if err != nil {
+		return nil, err
+	}
+	a := rt.newAgent(sid, holdover.AgentRef{Instance: rt.instance, Epoch: epoch}, rt.cfg.Model, rt.tools, false)
+	if err := a.load(ctx); err != nil {
+		return nil, err
+	}
+	a.log.Info("session resumed", "seq", a.last, "queued", len(a.st.queue), "turnOpen", a.st.turn != "")
+	return a, nil
+}
+
+// Start runs sid in the background unless this process runs it already,
+// and returns its agent once it is registered and resumed. The agent runs
+// until ctx ends or it is fenced out.
+func (rt *Runtime) Start(ctx context.Context, sid string) (*Agent, error) {
+	rt.mu.Lock()
+	s, ok := rt.running[sid]
+	if !ok {
+		s = &started{ready: make(chan struct{})}
+		rt.running[sid] = s
+	}
+	rt.mu.Unlock()
+	if ok {
+		select {
+		case <-s.ready:
+			return s.agent, s.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	s.agent, s.err = rt.Open(ctx, sid)
+	close(s.ready)
+	if s.err != nil {
+		rt.forget(sid, s)
+		return nil, s.err
+	}
+	go func() {
+		defer rt.forget(sid, s)
+		if err := s.agent.Run(ctx); err != nil {
+			s.agent.log.Warn("session stopped", "err", err)
+		}
+	}()
+	return s.agent, nil
+}
+
+func (rt *Runtime) forget(sid string, s *started) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.running[sid] == s {
+		delete(rt.running, sid)
+	}
+}
+
+// Serve joins the resume pool until ctx ends: any instance of the pool
+// takes a request to resume a Session that has no live root (D7) and runs
+// it.
+func (rt *Runtime) Serve(ctx context.Context) error {
+	sub, err := liveroot.ServeResume(ctx, rt.nc, func(ctx context.Context, sid string) (string, error) {
+		if _, err := rt.Start(ctx, sid); err != nil {
+			return "", err
+		}
+		return rt.instance, nil
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	_ = sub.Unsubscribe() // the connection may be closing too; nothing is left to clean
+	return nil
+}
+
+// Run serves the Session until ctx ends. A writer that appended to the log
+// meanwhile (a stale instance before it noticed) makes the agent rebuild
+// from the log and go on, as long as it is still the live root; an agent
+// that is no longer the live root stops. On a clean stop it releases the
+// live root, so the next answer for the Session resumes it in the pool.
+func (a *Agent) Run(ctx context.Context) error {
+	for {
+		err := a.serve(ctx)
+		if ctx.Err() != nil {
+			release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = a.rt.roots.Release(release, a.sid, a.ref) // without it the registry names a dead root until the next resume
+			return nil
+		}
+		if !holdover.HasCode(err, holdover.CodeConflict) {
+			return err
+		}
+		if live := a.rt.roots.Check(ctx, a.sid, a.ref); live != nil {
+			return live
+		}
+		a.log.Warn("another writer appended to the Session log; rebuilding from it", "err", err)
+		if err := a.load(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// serve reads the inbox and runs Turns until ctx ends or an append fails.
+func (a *Agent) serve(ctx context.Context) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	a.mu.Lock()
+	after := a.st.inboxSeq
+	a.mu.Unlock()
+	cons, err := inbox.Open(ctx, a.rt.inbox, a.sid, after)
+	if err != nil {
+		return err
+	}
+	reading, err := cons.Consume(func(m jetstream.Msg) {
+		q, err := inbox.DecodeMsg(m)
+		if err != nil {
+			a.log.Warn("passing over an inbox message that does not decode", "err", err)
+			return
+		}
+		if err := a.splice(ctx, q); err != nil {
+			stop(err)
+		}
+	})
+	if err != nil {
+		return holdover.Newf(holdover.CodeInternal, "read the inbox of session %s: %v", a.sid, err)
+	}
+	defer reading.Stop()
+	discards, err := a.serveDiscard(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = discards.Unsubscribe() }()
+	return a.loop(ctx)
+}
+
+// empty reports whether the Session log had no events when it was loaded.
+func (a *Agent) empty() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last == 0
+}
+
+// Steer queues an ordinary user message in Session sid's inbox; the agent
+// admits it at its next step boundary, or starts a Turn with it when idle.
+// An empty id picks a random one; the same id queues the message once.
+func Steer(ctx context.Context, js jetstream.JetStream, sid, id, text string) (string, error) {
+	if id == "" {
+		id = newID("msg")
+	}
+	msg := events.Message{ID: id, Role: string(model.User), Content: events.Text(text), Source: events.Source{Kind: events.SourceUser}}
+	if _, err := inbox.Publish(ctx, js, sid, msg); err != nil {
+		return "", err
+	}
+	return id, nil
+}
