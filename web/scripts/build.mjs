@@ -1,0 +1,42 @@
+// Builds the Client into dist/: src/main.ts bundled as app.js, and the
+// static files (index.html, app.css) copied beside it. The output is a pure
+// function of the sources and the locked esbuild version — no timestamps,
+// no absolute paths, no source maps — so CI can rebuild it and compare
+// (scripts/check-dist.mjs).
+//
+// Usage: node scripts/build.mjs [outdir]   (default: dist)
+
+import { build } from "esbuild";
+import { copyFile, mkdir, readdir, rm } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Builds the Client into outdir, replacing whatever was there. */
+export async function buildClient(outdir) {
+  await rm(outdir, { recursive: true, force: true });
+  await mkdir(outdir, { recursive: true });
+  await build({
+    absWorkingDir: root,
+    entryPoints: ["src/main.ts"],
+    outfile: join(outdir, "app.js"),
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: ["es2020"],
+    minify: true,
+    sourcemap: false,
+    legalComments: "none",
+    charset: "utf8",
+    logLevel: "warning",
+  });
+  const staticDir = join(root, "static");
+  for (const name of (await readdir(staticDir)).sort()) {
+    await copyFile(join(staticDir, name), join(outdir, name));
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await buildClient(resolve(root, process.argv[2] ?? "dist"));
+}

@@ -1,0 +1,38 @@
+// What the page needs to know before it connects: where the gateway's
+// WebSocket is, the access token, and which Sessions to watch. All of it
+// comes from the page address (docs/protocol.md, "Connecting").
+
+/** The WebSocket address of the gateway serving this page: ws(s)://<host>/ws?token=… */
+export function socketURL(location: Pick<Location, "protocol" | "host">, token: string): string {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/ws?token=${encodeURIComponent(token)}`;
+}
+
+/** The Sessions named by ?session=a&session=b or ?session=a,b, each once, in order. */
+export function sessionsFromQuery(search: string): string[] {
+  const out: string[] = [];
+  for (const value of new URLSearchParams(search).getAll("session")) {
+    for (const id of value.split(",")) {
+      const trimmed = id.trim();
+      if (trimmed !== "" && !out.includes(trimmed)) out.push(trimmed);
+    }
+  }
+  return out;
+}
+
+/**
+ * The token from ?token=, and the address without it. The page keeps the
+ * token in sessionStorage and drops it from the address bar, so it does not
+ * end up in history or a copied link.
+ */
+export function takeToken(href: string): { token: string | undefined; cleaned: string } {
+  const url = new URL(href);
+  const token = url.searchParams.get("token") ?? undefined;
+  url.searchParams.delete("token");
+  return { token, cleaned: url.toString() };
+}
+
+/** The wait before reconnect attempt n (1-based): doubling from 1 s, at most 30 s. */
+export function reconnectDelayMs(attempt: number): number {
+  return Math.min(30_000, 1000 * 2 ** Math.max(0, attempt - 1));
+}

@@ -1,0 +1,62 @@
+// The Session list placeholder: what the watch data says about each watched
+// Session. The full transcript is built on the question modules later; this
+// keeps only the facts a list row shows, and where to resume after a
+// reconnect.
+
+import type { SessionEvent, View } from "../wire";
+
+export interface SessionSummary {
+  session: string;
+  /** The highest Session seq received; a re-watch resumes after it. */
+  lastSeq: number;
+  events: number;
+  /** Questions waiting in the foreground. */
+  open: number;
+  /** Questions the agent moved on from, still answerable. */
+  continued: number;
+  /** Late replies waiting for admission. */
+  queued: number;
+  settled: number;
+  /** Whether a projection view has arrived yet. */
+  viewed: boolean;
+}
+
+export class SessionDirectory {
+  private readonly summaries = new Map<string, SessionSummary>();
+
+  constructor(sessions: readonly string[]) {
+    for (const session of sessions) {
+      this.summaries.set(session, { session, lastSeq: 0, events: 0, open: 0, continued: 0, queued: 0, settled: 0, viewed: false });
+    }
+  }
+
+  /** Counts events, ignoring ones already seen (a re-watch may repeat the boundary). */
+  addEvents(session: string, events: readonly SessionEvent[]): void {
+    const s = this.summaries.get(session);
+    if (!s) return;
+    for (const e of events) {
+      if (e.seq <= s.lastSeq) continue;
+      s.lastSeq = e.seq;
+      s.events += 1;
+    }
+  }
+
+  setView(session: string, view: View): void {
+    const s = this.summaries.get(session);
+    if (!s) return;
+    s.open = view.active.filter((c) => c.status === "open").length;
+    s.continued = view.active.filter((c) => c.status === "continued").length;
+    s.queued = view.active.filter((c) => c.queued).length;
+    s.settled = view.settled.length;
+    s.viewed = true;
+  }
+
+  /** The Session seq to watch from: one after the last event received. */
+  resumeFrom(session: string): number {
+    return (this.summaries.get(session)?.lastSeq ?? 0) + 1;
+  }
+
+  list(): SessionSummary[] {
+    return [...this.summaries.values()].map((s) => ({ ...s }));
+  }
+}

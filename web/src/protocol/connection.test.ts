@@ -1,0 +1,118 @@
+import { describe, expect, it } from "vitest";
+import { FakeSocket } from "../testing/fakeSocket";
+import { RemoteError, type WireError } from "../wire";
+import { Connection, type IncomingRequest } from "./connection";
+
+function connect() {
+  const socket = new FakeSocket();
+  const seen = { requests: [] as IncomingRequest[], cancels: [] as [string, string][], errors: [] as WireError[], closed: 0, welcome: [] as string[] };
+  const connection = new Connection(socket, {
+    welcome: (id) => seen.welcome.push(id),
+    request: (r) => seen.requests.push(r),
+    cancel: (session, id) => seen.cancels.push([session, id]),
+    error: (e) => seen.errors.push(e),
+    closed: () => seen.closed++,
+  });
+  return { socket, connection, seen };
+}
+
+describe("Connection", () => {
+  it("sends hello first, then frames queued before the socket opened, in order", () => {
+    const { socket, connection, seen } = connect();
+    connection.watch("s1", 1, { events: () => {}, view: () => {} });
+    expect(socket.sent).toEqual([]);
+    socket.open();
+    expect(socket.take()).toEqual([
+      { type: "hello", protocol: 1, client: "holdover-web" },
+      { type: "watch", id: "w1", session: "s1", fromSeq: 1 },
+    ]);
+    socket.deliver({ type: "welcome", protocol: 1, clientId: "k9" });
+    expect(seen.welcome).toEqual(["k9"]);
+  });
+
+  it("routes a watch's events and views to it, and unwatch stops them", () => {
+    const { socket, connection } = connect();
+    socket.open();
+    const got: unknown[] = [];
+    const watch = connection.watch("s1", 5, { events: (e) => got.push(["events", e.length]), view: (v) => got.push(["view", v.lastSeq]) });
+    socket.deliver({ type: "events", id: "w1", session: "s1", events: [{ seq: 5, type: "turn/start", at: "", data: { turn: "t" } }] });
+    socket.deliver({ type: "view", id: "w1", session: "s1", view: { active: [], settled: [], timed: true, lastSeq: 5 } });
+    watch.close();
+    socket.deliver({ type: "view", id: "w1", session: "s1", view: { active: [], settled: [], timed: true, lastSeq: 6 } });
+    expect(got).toEqual([["events", 1], ["view", 5]]);
+    expect(socket.take().slice(-1)).toEqual([{ type: "unwatch", id: "w1" }]);
+  });
+
+  it("turns a request frame into an answer channel whose outcomes go back as settle, reject and delegate", () => {
+    const { socket, seen } = connect();
+    socket.open();
+    socket.take();
+    socket.deliver({ type: "request", id: "r1", session: "s1", event: "user-questions/request", payload: { questions: [] } });
+    socket.deliver({ type: "cancel", id: "r1", session: "s1" });
+    const request = seen.requests[0];
+    expect(request).toMatchObject({ session: "s1", requestId: "r1", event: "user-questions/request" });
+    request?.channel.settle({ answers: [{ id: "q", selected: ["A"] }] });
+    request?.channel.reject({ code: "ASK_TIMED_OUT", message: "late" });
+    request?.channel.delegate();
+    expect(socket.take()).toEqual([
+      { type: "settle", id: "r1", value: { answers: [{ id: "q", selected: ["A"] }] } },
+      { type: "reject", id: "r1", error: { code: "ASK_TIMED_OUT", message: "late" } },
+      { type: "delegate", id: "r1" },
+    ]);
+    expect(seen.cancels).toEqual([["s1", "r1"]]);
+  });
+
+  it("answer calls userQuestions.answer and reads its result; an error frame rejects with the code", async () => {
+    const { socket, connection } = connect();
+    socket.open();
+    socket.take();
+    const ok = connection.answer("s1", "c1", [{ id: "q", selected: [] }]);
+    const refused = connection.answer("s1", "c1", [{ id: "q", selected: [] }]);
+    const [first, second] = socket.take() as { id: string }[];
+    expect(first).toEqual({ type: "call", id: "c1", method: "userQuestions.answer", params: { session: "s1", callId: "c1", answers: [{ id: "q", selected: [] }] } });
+    socket.deliver({ type: "error", id: second?.id, code: "REPLY_QUEUED", message: "a reply is queued" });
+    socket.deliver({ type: "result", id: first?.id, result: { accepted: true, messageId: "m1" } });
+    await expect(ok).resolves.toEqual({ accepted: true, messageId: "m1" });
+    await expect(refused).rejects.toMatchObject({ code: "REPLY_QUEUED", message: "a reply is queued" });
+  });
+
+  it("attachWait opens a stream: frames reach it, the gateway's close ends it, and close() sends close", () => {
+    const { socket, connection } = connect();
+    socket.open();
+    socket.take();
+    const got: unknown[] = [];
+    const claim = connection.attachWait("s1", "c1", { frame: (d) => got.push(d), closed: (e) => got.push(["closed", e]) });
+    const [open] = socket.take() as { id: string }[];
+    expect(open).toEqual({ type: "open", id: "s1", method: "userQuestions.attachWait", params: { session: "s1", callId: "c1" } });
+    socket.deliver({ type: "frame", id: open?.id, data: { remainingMs: 900 } });
+    socket.deliver({ type: "close", id: open?.id, error: { code: "INTERNAL", message: "gone" } });
+    claim.close();
+    expect(got).toEqual([{ remainingMs: 900 }, ["closed", { code: "INTERNAL", message: "gone" }]]);
+    expect(socket.take()).toEqual([]);
+
+    const second = connection.attachWait("s1", "c2", { frame: () => {}, closed: () => {} });
+    second.close();
+    expect(socket.take()).toEqual([expect.objectContaining({ type: "open" }), expect.objectContaining({ type: "close" })]);
+  });
+
+  it("a malformed frame or an error naming nothing goes to the error handler", () => {
+    const { socket, seen } = connect();
+    socket.open();
+    socket.deliver("{not json");
+    socket.deliver({ type: "error", code: "UNAUTHORIZED", message: "bad token" });
+    expect(seen.errors).toEqual([{ code: "BAD_FRAME", message: "frame is not JSON" }, { code: "UNAUTHORIZED", message: "bad token" }]);
+  });
+
+  it("a closed socket rejects pending and later calls with UNAVAILABLE and runs closed once", async () => {
+    const { socket, connection, seen } = connect();
+    socket.open();
+    const pending = connection.call("sessions.list", {});
+    socket.drop();
+    await expect(pending).rejects.toBeInstanceOf(RemoteError);
+    await expect(connection.call("x.y", {})).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    let closedError: WireError | undefined;
+    connection.attachWait("s1", "c1", { frame: () => {}, closed: (e) => (closedError = e) });
+    expect(closedError?.code).toBe("UNAVAILABLE");
+    expect(seen.closed).toBe(1);
+  });
+});

@@ -1,0 +1,232 @@
+// Connection: the Client's side of one WebSocket to the gateway. It sends
+// hello, correlates calls, streams and watches by id, turns request frames
+// into answer channels, and implements the QuestionsTransport the cards use.
+// It knows the protocol's generic verbs only; what a request means is the
+// caller's business.
+
+import type { AnswerResult, Claim, ClaimHandlers, ForwardedRequest, QuestionsTransport } from "../questions/cards";
+import type { Answer, SessionEvent, View, WireError } from "../wire";
+import { RemoteError } from "../wire";
+import { isRecord } from "../json";
+import { Methods, parseServerFrame, protocolVersion, ProtocolError, type ClientFrame, type ServerFrame } from "./frames";
+
+/** The part of the browser WebSocket the Connection uses. */
+export type SocketLike = Pick<WebSocket, "readyState" | "send" | "close" | "onopen" | "onmessage" | "onclose" | "onerror">;
+
+const socketOpen = 1;
+
+/** The code of the errors a Connection raises itself when the socket is gone. */
+export const unavailable = "UNAVAILABLE";
+
+/** A Remote Event request the gateway forwarded, with the Remote Event name. */
+export interface IncomingRequest extends ForwardedRequest {
+  event: string;
+}
+
+export interface ConnectionHandlers {
+  /** The gateway accepted hello. */
+  welcome?(clientId: string): void;
+  /** A forwarded Remote Event request; answer it through its channel exactly once. */
+  request(request: IncomingRequest): void;
+  /** The Host ended a forwarded request. */
+  cancel(session: string, requestId: string): void;
+  /** An error frame that names no call, stream or watch, or a frame that could not be read. */
+  error?(error: WireError): void;
+  /** The socket closed. Pending calls were rejected; open streams and watches ended with it. */
+  closed?(): void;
+}
+
+export interface WatchHandlers {
+  events(events: SessionEvent[]): void;
+  view(view: View): void;
+  error?(error: WireError): void;
+}
+
+/** An active watch; close() sends unwatch. */
+export interface Watch {
+  close(): void;
+}
+
+export class Connection implements QuestionsTransport {
+  private readonly socket: SocketLike;
+  private readonly handlers: ConnectionHandlers;
+  private readonly outbox: string[] = [];
+  private nextId = 1;
+  private readonly calls = new Map<string, { resolve(v: unknown): void; reject(e: RemoteError): void }>();
+  private readonly streams = new Map<string, ClaimHandlers>();
+  private readonly watches = new Map<string, WatchHandlers>();
+  private ended = false;
+
+  /** Takes over socket's handlers; frames sent before it opens wait in order behind hello. */
+  constructor(socket: SocketLike, handlers: ConnectionHandlers, clientName = "holdover-web") {
+    this.socket = socket;
+    this.handlers = handlers;
+    this.outbox.push(JSON.stringify({ type: "hello", protocol: protocolVersion, client: clientName } satisfies ClientFrame));
+    socket.onopen = () => this.flush();
+    socket.onmessage = (ev: MessageEvent) => this.receive(ev.data);
+    socket.onclose = () => this.end();
+    socket.onerror = () => {}; // a close event always follows
+    if (socket.readyState === socketOpen) this.flush();
+  }
+
+  /** Watches a Session: its events from fromSeq on, and its projection view whenever it changes. */
+  watch(session: string, fromSeq: number, handlers: WatchHandlers): Watch {
+    const id = this.id("w");
+    this.watches.set(id, handlers);
+    this.send({ type: "watch", id, session, fromSeq });
+    return {
+      close: () => {
+        if (this.watches.delete(id)) this.send({ type: "unwatch", id });
+      },
+    };
+  }
+
+  /** Calls an RPC method; rejects with a RemoteError carrying the gateway's or service's code. */
+  call(method: string, params: unknown): Promise<unknown> {
+    if (this.ended) return Promise.reject(new RemoteError({ code: unavailable, message: "the connection to the gateway is closed" }));
+    const id = this.id("c");
+    return new Promise((resolve, reject) => {
+      this.calls.set(id, { resolve, reject });
+      this.send({ type: "call", id, method, params });
+    });
+  }
+
+  /** Opens a Remote stream. Its frames and its end arrive through handlers; close() ends it from this side. */
+  open(method: string, params: unknown, handlers: ClaimHandlers): Claim {
+    const id = this.id("s");
+    if (this.ended) {
+      handlers.closed({ code: unavailable, message: "the connection to the gateway is closed" });
+      return { close: () => {} };
+    }
+    this.streams.set(id, handlers);
+    this.send({ type: "open", id, method, params });
+    return {
+      close: () => {
+        if (this.streams.delete(id)) this.send({ type: "close", id });
+      },
+    };
+  }
+
+  attachWait(session: string, callId: string, handlers: ClaimHandlers): Claim {
+    return this.open(Methods.attachWait, { session, callId }, handlers);
+  }
+
+  async answer(session: string, callId: string, answers: Answer[]): Promise<AnswerResult> {
+    const result = await this.call(Methods.answer, { session, callId, answers });
+    if (!isRecord(result) || typeof result.accepted !== "boolean") {
+      throw new RemoteError({ code: "BAD_RESPONSE", message: "the answer call returned no accepted flag" });
+    }
+    return typeof result.messageId === "string" ? { accepted: result.accepted, messageId: result.messageId } : { accepted: result.accepted };
+  }
+
+  /** Closes the socket; the closed handler runs when it has. */
+  close(): void {
+    this.socket.close(1000, "client closed");
+  }
+
+  private id(prefix: string): string {
+    return `${prefix}${this.nextId++}`;
+  }
+
+  private send(frame: ClientFrame): void {
+    if (this.ended) return;
+    this.outbox.push(JSON.stringify(frame));
+    if (this.socket.readyState === socketOpen) this.flush();
+  }
+
+  private flush(): void {
+    while (this.outbox.length > 0 && this.socket.readyState === socketOpen) this.socket.send(this.outbox.shift() as string);
+  }
+
+  private receive(data: unknown): void {
+    let frame: ServerFrame | undefined;
+    try {
+      frame = parseServerFrame(typeof data === "string" ? data : "");
+    } catch (err) {
+      this.handlers.error?.({ code: "BAD_FRAME", message: err instanceof ProtocolError ? err.message : String(err) });
+      return;
+    }
+    if (frame) this.dispatch(frame);
+  }
+
+  private dispatch(frame: ServerFrame): void {
+    switch (frame.type) {
+      case "welcome":
+        this.handlers.welcome?.(frame.clientId);
+        return;
+      case "events":
+        this.watches.get(frame.id)?.events(frame.events);
+        return;
+      case "view":
+        this.watches.get(frame.id)?.view(frame.view);
+        return;
+      case "request":
+        this.handlers.request({
+          session: frame.session,
+          requestId: frame.id,
+          event: frame.event,
+          payload: frame.payload as IncomingRequest["payload"],
+          channel: this.channel(frame.id),
+        });
+        return;
+      case "cancel":
+        this.handlers.cancel(frame.session, frame.id);
+        return;
+      case "frame":
+        this.streams.get(frame.id)?.frame(frame.data);
+        return;
+      case "close": {
+        const stream = this.streams.get(frame.id);
+        this.streams.delete(frame.id);
+        stream?.closed(frame.error);
+        return;
+      }
+      case "result": {
+        const call = this.calls.get(frame.id);
+        this.calls.delete(frame.id);
+        call?.resolve(frame.result);
+        return;
+      }
+      case "error":
+        this.failed(frame.id, { code: frame.code, message: frame.message });
+        return;
+    }
+  }
+
+  /** Routes an error frame to the call, stream or watch it names, else to the connection's handler. */
+  private failed(id: string | undefined, error: WireError): void {
+    if (id !== undefined) {
+      const call = this.calls.get(id);
+      const stream = this.streams.get(id);
+      const watch = this.watches.get(id);
+      this.calls.delete(id);
+      this.streams.delete(id);
+      this.watches.delete(id);
+      if (call) return call.reject(new RemoteError(error));
+      if (stream) return stream.closed(error);
+      if (watch) return watch.error?.(error);
+    }
+    this.handlers.error?.(error);
+  }
+
+  /** The outcome side of request id: settle, reject or delegate go back as frames. */
+  private channel(id: string): IncomingRequest["channel"] {
+    return {
+      settle: (value) => this.send({ type: "settle", id, value }),
+      reject: (error) => this.send({ type: "reject", id, error }),
+      delegate: () => this.send({ type: "delegate", id }),
+    };
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.outbox.length = 0;
+    const error = new RemoteError({ code: unavailable, message: "the connection to the gateway closed" });
+    for (const call of this.calls.values()) call.reject(error);
+    this.calls.clear();
+    this.streams.clear();
+    this.watches.clear();
+    this.handlers.closed?.();
+  }
+}

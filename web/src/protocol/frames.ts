@@ -1,0 +1,173 @@
+// The frames of the Client↔gateway WebSocket protocol (docs/protocol.md).
+// Every frame is one JSON object with a `type`. The verbs are generic: the
+// gateway maps them onto NATS subjects by rule and never looks inside a
+// question payload.
+
+import type { Answer, Call, Question, SessionEvent, Settled, View, WireError } from "../wire";
+import { readAnswers, readQuestions } from "../wire";
+import { isRecord } from "../json";
+
+/** The protocol version the Client speaks; sent in hello, echoed in welcome. */
+export const protocolVersion = 1;
+
+/** The Remote Event name of a question request; the only one this Client answers. */
+export const questionRequestEvent = "user-questions/request";
+
+/** The RPC and stream methods the question UI uses. */
+export const Methods = {
+  answer: "userQuestions.answer",
+  attachWait: "userQuestions.attachWait",
+} as const;
+
+/** Frames the Client sends. */
+export type ClientFrame =
+  | { type: "hello"; protocol: number; client: string }
+  | { type: "watch"; id: string; session: string; fromSeq: number }
+  | { type: "unwatch"; id: string }
+  | { type: "settle"; id: string; value: unknown }
+  | { type: "reject"; id: string; error: WireError }
+  | { type: "delegate"; id: string }
+  | { type: "open"; id: string; method: string; params: unknown }
+  | { type: "close"; id: string }
+  | { type: "call"; id: string; method: string; params: unknown };
+
+/** Frames the gateway sends. */
+export type ServerFrame =
+  | { type: "welcome"; protocol: number; clientId: string }
+  | { type: "events"; id: string; session: string; events: SessionEvent[] }
+  | { type: "view"; id: string; session: string; view: View }
+  | { type: "request"; id: string; session: string; event: string; payload: unknown }
+  | { type: "cancel"; id: string; session: string; reason?: string }
+  | { type: "frame"; id: string; data: unknown }
+  | { type: "close"; id: string; error?: WireError }
+  | { type: "result"; id: string; result: unknown }
+  | { type: "error"; id?: string; code: string; message: string };
+
+/** A frame that is not valid JSON or lacks a field its type requires. */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+}
+
+/**
+ * Parses one frame from the gateway. Returns undefined for a frame type
+ * this version does not know (a newer gateway may send more); throws a
+ * ProtocolError for anything malformed.
+ */
+export function parseServerFrame(text: string): ServerFrame | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new ProtocolError("frame is not JSON");
+  }
+  if (!isRecord(v) || typeof v.type !== "string") throw new ProtocolError("frame has no type");
+  const f = new Fields(v);
+  switch (v.type) {
+    case "welcome":
+      return { type: "welcome", protocol: f.number("protocol"), clientId: f.string("clientId") };
+    case "events":
+      return { type: "events", id: f.string("id"), session: f.string("session"), events: f.list("events", sessionEvent) };
+    case "view":
+      return { type: "view", id: f.string("id"), session: f.string("session"), view: view(f.record("view")) };
+    case "request":
+      return { type: "request", id: f.string("id"), session: f.string("session"), event: f.string("event"), payload: v.payload };
+    case "cancel": {
+      const frame: ServerFrame = { type: "cancel", id: f.string("id"), session: f.string("session") };
+      if (typeof v.reason === "string" && v.reason !== "") frame.reason = v.reason;
+      return frame;
+    }
+    case "frame":
+      return { type: "frame", id: f.string("id"), data: v.data };
+    case "close": {
+      const frame: ServerFrame = { type: "close", id: f.string("id") };
+      if (v.error !== undefined) frame.error = wireError(f.record("error"));
+      return frame;
+    }
+    case "result":
+      return { type: "result", id: f.string("id"), result: v.result };
+    case "error": {
+      const frame: ServerFrame = { type: "error", code: f.string("code"), message: f.string("message") };
+      if (v.id !== undefined) frame.id = f.string("id");
+      return frame;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Reads required fields of one object, naming the first one that is missing. */
+class Fields {
+  constructor(private readonly v: Record<string, unknown>, private readonly where = "frame") {}
+
+  string(name: string): string {
+    const x = this.v[name];
+    if (typeof x !== "string" || x === "") throw new ProtocolError(`${this.where} field ${name} must be a non-empty string`);
+    return x;
+  }
+  number(name: string): number {
+    const x = this.v[name];
+    if (typeof x !== "number" || !Number.isFinite(x)) throw new ProtocolError(`${this.where} field ${name} must be a number`);
+    return x;
+  }
+  record(name: string): Record<string, unknown> {
+    const x = this.v[name];
+    if (!isRecord(x)) throw new ProtocolError(`${this.where} field ${name} must be an object`);
+    return x;
+  }
+  /** A list; null reads as empty, since Go writes a nil slice as null. */
+  list<T>(name: string, read: (x: unknown) => T): T[] {
+    const x = this.v[name] ?? [];
+    if (!Array.isArray(x)) throw new ProtocolError(`${this.where} field ${name} must be a list`);
+    return x.map(read);
+  }
+}
+
+function sessionEvent(x: unknown): SessionEvent {
+  if (!isRecord(x)) throw new ProtocolError("an event must be an object");
+  const f = new Fields(x, "event");
+  return { seq: f.number("seq"), type: f.string("type"), at: typeof x.at === "string" ? x.at : "", data: x.data };
+}
+
+/** Reads a projection view, rebuilding each call from checked fields. */
+function view(x: Record<string, unknown>): View {
+  const f = new Fields(x, "view");
+  return { active: f.list("active", call), settled: f.list("settled", settled), timed: x.timed === true, lastSeq: f.number("lastSeq") };
+}
+
+function call(x: unknown): Call {
+  if (!isRecord(x)) throw new ProtocolError("an active call must be an object");
+  const f = new Fields(x, "active call");
+  const status = f.string("status");
+  if (status !== "open" && status !== "continued") throw new ProtocolError(`active call status ${status} is unknown`);
+  const c: Call = { callId: f.string("callId"), status, questions: questions(x.questions), seq: f.number("seq") };
+  if (typeof x.parentCallId === "string" && x.parentCallId !== "") c.parentCallId = x.parentCallId;
+  if (x.blocking === true) c.blocking = true;
+  if (x.queued !== undefined && x.queued !== null) {
+    const q = new Fields(f.record("queued"), "queued reply");
+    c.queued = { messageId: q.string("messageId"), answers: answers(f.record("queued").answers), seq: q.number("seq") };
+  }
+  return c;
+}
+
+function settled(x: unknown): Settled {
+  if (!isRecord(x)) throw new ProtocolError("a settled call must be an object");
+  const f = new Fields(x, "settled call");
+  return { callId: f.string("callId"), questions: questions(x.questions), answers: answers(x.answers), late: x.late === true, seq: f.number("seq") };
+}
+
+function questions(x: unknown): Question[] {
+  const qs = readQuestions(x ?? []);
+  if (!qs) throw new ProtocolError("a call's questions are malformed");
+  return qs;
+}
+
+function answers(x: unknown): Answer[] {
+  const as = readAnswers(x ?? []);
+  if (!as) throw new ProtocolError("a call's answers are malformed");
+  return as;
+}
+
+function wireError(x: Record<string, unknown>): WireError {
+  const f = new Fields(x, "error");
+  return { code: f.string("code"), message: typeof x.message === "string" ? x.message : "" };
+}
