@@ -116,7 +116,6 @@ export interface QuestionCardsOptions {
 interface Live {
   id: string;
   channel: AnswerChannel;
-  timed: boolean;
   /** The answer channel is attached: at once when untimed, after the claim's first frame when timed. */
   ready: boolean;
   /** The one outcome this Client sent, if any (W8 on our side: settle once). */
@@ -218,7 +217,7 @@ export class QuestionCards {
     card.message = undefined;
 
     const timed = callId !== undefined && wait?.timed === true;
-    const live: Live = { id: request.requestId, channel: request.channel, timed, ready: !timed, outcome: undefined, claim: undefined, claimEnded: false };
+    const live: Live = { id: request.requestId, channel: request.channel, ready: !timed, outcome: undefined, claim: undefined, claimEnded: false };
     card.live = live;
     if (timed && callId !== undefined) {
       card.countdown = new Countdown({
@@ -508,7 +507,7 @@ export class QuestionCards {
       notice: card.call?.status === "continued" || card.expired ? Text.workContinued : undefined,
       hint: this.hintOf(card, channel, busy, queued),
       message: card.message,
-      draft: card.answers,
+      draft: Object.fromEntries(Object.entries(card.answers).map(([id, a]) => [id, { selected: [...a.selected], custom: a.custom }])),
       page: card.page,
       disposition: card.disposition,
       queued,
