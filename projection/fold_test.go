@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,6 +236,28 @@ func TestTimedDetectionAcrossManySchemas_D2(t *testing.T) {
 		v := new(session).add(header(holdover.ToolName, `{"type":"object","properties":{`+props+`}}`)).fold()
 		require.Equal(t, timed, v.Timed, "schema variant %d", i)
 	}
+}
+
+// Workers fold many Sessions at once; the remembered schema verdicts are
+// shared between them (run with -race).
+func TestFoldConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				timed := (g+i)%2 == 0
+				props := fmt.Sprintf(`"questions":{"description":"worker %d, %d"}`, g, i%70)
+				if timed {
+					props += `,"timeout":{}`
+				}
+				v := new(session).add(header(holdover.ToolName, `{"properties":{`+props+`}}`), ask("c1")).fold()
+				if v.Timed != timed || (len(v.Active) == 1) != timed {
+					t.Errorf("worker %d fold %d: timed %v, active %v", g, i, v.Timed, activeIDs(v))
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestNoHeaderIsNotTimed_D2(t *testing.T) {
