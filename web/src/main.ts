@@ -8,9 +8,7 @@ import { reconnectDelayMs, sessionsFromQuery, socketURL, takeToken } from "./app
 import { SessionDirectory, type SessionSummary } from "./app/sessions";
 import { Connection, unavailable } from "./protocol/connection";
 import { questionRequestEvent } from "./protocol/frames";
-import { QuestionCards, type QuestionsTransport } from "./questions/cards";
-import { systemClock } from "./questions/clock";
-import { DraftStore } from "./questions/drafts";
+import { DraftStore, QuestionCards, systemClock, type QuestionsTransport } from "./questions";
 import { RemoteError } from "./wire";
 
 const tokenKey = "holdover.token";

@@ -1,0 +1,42 @@
+// The question UI's state, free of any framework or DOM: what the card,
+// tool-row and reply components render, and the rules they must not
+// re-decide.
+//
+//   QuestionCards   one card per (Session, callId), channel selection,
+//                   delivery races and removal (C1–C5); panel actions.
+//   Countdown       the local countdown of a timed card (P1–P2, W3, W5);
+//                   QuestionCards owns one per timed request.
+//   DraftStore      browser-local drafts with their disposition (P2, C2).
+//   toolRowState    the ask_user_question row: waiting, continued, queued,
+//                   answered, closed, cancelled, interrupted (P5).
+//   readReply       the late-reply node, identified by source (G1, G2).
+//   Text            every string these modules show.
+//
+// Time comes from an injected Clock, storage from an injected Storage, and
+// the gateway from an injected QuestionsTransport (protocol/Connection in
+// the browser), so every rule is tested with fake time.
+
+export { QuestionCards } from "./cards";
+export type {
+  AnswerChannel,
+  AnswerResult,
+  CardView,
+  ChannelKind,
+  Claim,
+  ClaimHandlers,
+  ForwardedRequest,
+  QuestionCardsOptions,
+  QuestionsTransport,
+  RequestPayload,
+} from "./cards";
+export { systemClock } from "./clock";
+export type { Clock, TimerHandle } from "./clock";
+export { Countdown } from "./countdown";
+export type { CountdownOptions, CountdownPhase, Disposition } from "./countdown";
+export { callDraftKey, defaultMaxAgeMs, DraftStore } from "./drafts";
+export type { Draft, DraftAnswer, DraftStoreOptions } from "./drafts";
+export { isQuestionReply, pair, readReply } from "./reply";
+export type { ReplyItem, ReplyView } from "./reply";
+export { seconds, Text } from "./text";
+export { toolRowState } from "./toolRow";
+export type { ToolRowAction, ToolRowInput, ToolRowKind, ToolRowState } from "./toolRow";
