@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: build dev test test-go vet
+.PHONY: build dev test test-go test-web vet
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -15,6 +15,11 @@ vet:
 	$(GO) vet ./...
 
 test-go:
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
-test: vet test-go
+# The browser Client: type check, unit tests, and a check that the committed
+# built files in web/dist match the sources.
+test-web:
+	cd web && npm ci --no-audit --no-fund && npm run typecheck && npm test && npm run check-dist
+
+test: vet test-web test-go
