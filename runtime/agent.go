@@ -342,12 +342,7 @@ func (h *callHost) Dispatch(ctx context.Context, name string, args json.RawMessa
 		ID: fmt.Sprintf("%s/%d", h.call.ID, h.subs.Add(1)),
 	}
 	sub.Host = &callHost{agent: a, call: sub}
-	var res Result
-	if name == h.call.Name {
-		res = failure(holdover.Newf(holdover.CodeBadRequest, "%s cannot call itself", name))
-	} else {
-		res = a.tools.call(ctx, sub)
-	}
+	res := a.tools.call(ctx, sub)
 	parts, terr := res.content()
 	if err := a.locked(ctx, &events.PTCDispatch{
 		Turn: sub.Turn, ParentCallID: h.call.ID, CallID: sub.ID, Name: name, Arguments: args,
@@ -369,7 +364,7 @@ func (h *callHost) RunChild(ctx context.Context, task string) Result {
 	if a.child {
 		return failure(holdover.New(holdover.CodeBadRequest, "a child agent cannot start another"))
 	}
-	sid := childSession(a.sid, h.call.ID)
+	sid := ChildSession(a.sid, h.call.ID)
 	epoch, err := a.rt.roots.RegisterChild(ctx, sid, a.rt.instance, a.sid)
 	if err != nil {
 		return failure(err)
@@ -409,9 +404,10 @@ func (a *Agent) runTask(ctx context.Context, task string) error {
 	return a.runTurn(ctx)
 }
 
-// childSession names the Session of the child started by call callID of
-// Session sid: readable, unique per call, and a valid Session id.
-func childSession(sid, callID string) string {
+// ChildSession names the Session of the child agent that subagent call
+// callID of Session sid runs: readable, one per call, and a valid Session
+// id, so an operator finds the child's log from the parent's call.
+func ChildSession(sid, callID string) string {
 	sum := sha256.Sum256([]byte(sid + "\x00" + callID))
 	return fmt.Sprintf("%.100s-sub-%s", sid, hex.EncodeToString(sum[:8]))
 }

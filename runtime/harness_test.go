@@ -38,16 +38,16 @@ type harness struct {
 	client  *userquestions.Client
 	rt      *runtime.Runtime
 	service *userquestions.Service
+	agents  sync.WaitGroup
 }
 
 type option func(*runtime.Config)
 
-func timed(cfg *runtime.Config) { cfg.Ask = askuser.Config{Mode: askuser.ModeTimed} }
+func timed(cfg *runtime.Config) { cfg.Ask = timedConfig() }
 
 func start(t *testing.T, script string, opts ...option) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	h := &harness{
 		t: t, ctx: ctx, env: env,
@@ -74,7 +74,24 @@ func start(t *testing.T, script string, opts ...option) *harness {
 	}
 	h.rt, err = runtime.New(ctx, cfg)
 	require.NoError(t, err)
+	// Cleanups run last-in first-out: the agents stop before the service
+	// and the server they use.
+	t.Cleanup(func() {
+		cancel()
+		h.agents.Wait()
+	})
 	return h
+}
+
+func timedConfig() askuser.Config { return askuser.Config{Mode: askuser.ModeTimed} }
+
+// runAgent runs an opened agent until the test ends.
+func (h *harness) runAgent(a *runtime.Agent) {
+	h.agents.Go(func() {
+		if err := a.Run(h.ctx); err != nil {
+			h.t.Errorf("agent of %s stopped: %v", a.Session(), err)
+		}
+	})
 }
 
 func quiet() *slog.Logger {

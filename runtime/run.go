@@ -16,6 +16,7 @@ import (
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/runtime/model"
+	"github.com/holdover-dev/holdover/runtime/ptc"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -97,6 +98,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.MaxSteps <= 0 {
 		cfg.MaxSteps = 200
+	}
+	if cfg.CodeTimeout <= 0 {
+		cfg.CodeTimeout = ptc.DefaultTimeout
 	}
 	if cfg.Instance == "" {
 		cfg.Instance = newID("runtime")

@@ -1,0 +1,76 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/runtime/model"
+)
+
+// A queued message can be discarded before its step claims it, through
+// the agent's NATS endpoint; it is then never admitted (D8, P5).
+func TestDiscardDropsAQueuedMessage(t *testing.T) {
+	h := start(t, "work 1 of 10s\nsay Done.")
+	h.run("s1")
+	h.steer("s1", "start")
+	h.awaitCount("s1", events.TypeToolCall, 1)
+	require.NoError(t, h.clock.BlockUntilContext(h.ctx, 1))
+	queued := h.steer("s1", "never mind")
+	h.awaitCount("s1", events.TypeInboxSpliced, 2)
+
+	require.NoError(t, runtime.Discard(h.ctx, h.env.Conn, "s1", queued, "the user took it back"))
+	evts := h.events("s1")
+	discarded := last[*events.InboxDiscarded](t, evts)
+	require.Equal(t, queued, discarded.MessageID)
+	require.Equal(t, "the user took it back", discarded.Reason)
+
+	err := runtime.Discard(h.ctx, h.env.Conn, "s1", queued, "")
+	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err), "a message is discarded once")
+	err = runtime.Discard(h.ctx, h.env.Conn, "s1", "no-such-message", "")
+	require.Equal(t, holdover.CodeNotFound, holdover.CodeOf(err))
+	err = runtime.Discard(h.ctx, h.env.Conn, "nobody-runs-this", "m", "")
+	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
+	require.Contains(t, err.Error(), "no running agent")
+
+	h.clock.Advance(10 * time.Second)
+	evts = h.awaitCount("s1", events.TypeTurnEnd, 1)
+	require.Equal(t, 1, count(evts, events.TypeUserMessage), "the discarded message was never admitted")
+	require.Equal(t, []string{"start"}, texts(h.model.last(), model.User))
+	err = runtime.Discard(h.ctx, h.env.Conn, "s1", evts[0].Body.(*events.InboxSpliced).Message.ID, "")
+	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err), "an admitted message cannot be discarded")
+}
+
+// failing is a model whose requests wait for release and then fail, as a
+// provider outage would.
+type failing struct{ release chan struct{} }
+
+func (failing) Name() string { return "failing" }
+func (f failing) Complete(ctx context.Context, _ model.Request) (model.Response, error) {
+	<-f.release
+	return model.Response{}, holdover.New(holdover.CodeInternal, "the provider is down")
+}
+
+// A Turn that ends without admitting a queued message discards it, so its
+// reservation is released and the user can answer again (D8).
+func TestTurnThatEndsDiscardsWhatItDidNotAdmit(t *testing.T) {
+	f := failing{release: make(chan struct{})}
+	h := start(t, "", func(cfg *runtime.Config) { cfg.Model = f })
+	h.run("s1")
+	h.steer("s1", "one")
+	h.awaitCount("s1", events.TypeRequestHeader, 1)
+	queued := h.steer("s1", "two")
+	h.awaitCount("s1", events.TypeInboxSpliced, 2)
+	close(f.release)
+
+	evts := h.awaitCount("s1", events.TypeTurnEnd, 1)
+	n := len(evts)
+	require.Equal(t, []events.Type{events.TypeInboxDiscarded, events.TypeTurnEnd}, types(evts[n-2:]), describe(evts))
+	require.Equal(t, queued, evts[n-2].Body.(*events.InboxDiscarded).MessageID)
+	require.Contains(t, evts[n-1].Body.(*events.TurnEnd).Reason, "the provider is down")
+}

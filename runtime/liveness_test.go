@@ -1,0 +1,97 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/runtime"
+)
+
+// A second instance that opens a Session takes it over: it registers a new
+// epoch and repairs the log, the first instance's questions fail
+// CALLER_NOT_LIVE, and its next append is fenced out, which stops it (M9).
+func TestSecondInstanceFencesOutTheFirst(t *testing.T) {
+	h := start(t, "work 1 of 10s\nsay Done.", timed)
+	first, err := h.rt.Open(h.ctx, "s1")
+	require.NoError(t, err)
+	stopped := make(chan error, 1)
+	go func() { stopped <- first.Run(h.ctx) }()
+	h.steer("s1", "go")
+	h.awaitCount("s1", events.TypeToolCall, 1)
+	require.NoError(t, h.clock.BlockUntilContext(h.ctx, 1)) // the first instance is inside a tool call
+
+	other, err := runtime.New(h.ctx, runtime.Config{
+		Conn: h.env.Conn, Model: h.model, Questions: h.client, Ask: timedConfig(),
+		Clock: h.clock, Logger: quiet(), Instance: "other-runtime",
+	})
+	require.NoError(t, err)
+	second, err := other.Open(h.ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, first.Ref().Epoch+1, second.Ref().Epoch)
+	evts := h.events("s1")
+	repair := last[*events.ToolResult](t, evts)
+	require.Equal(t, holdover.CodeToolOutcomeUnknown, repair.Error.Code, "the takeover repairs the call the first instance is still running")
+
+	stale := first.Ref()
+	_, err = h.client.AskTimed(h.ctx, holdover.AskTimedRequest{
+		Session: "s1", CallID: "from-the-stale-instance", Agent: &stale, TimeoutMs: 1000,
+		Questions: []holdover.Question{{ID: "q", Question: "Still there?"}},
+	})
+	require.Equal(t, holdover.CodeCallerNotLive, holdover.CodeOf(err))
+
+	h.clock.Advance(10 * time.Second) // the first instance's tool returns; its result cannot be appended
+	select {
+	case err := <-stopped:
+		require.Equal(t, holdover.CodeCallerNotLive, holdover.CodeOf(err), "%v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fenced-out instance kept running")
+	}
+	require.Equal(t, len(evts), len(h.events("s1")), "the stale instance appended nothing after the takeover")
+}
+
+// The pool answers resume requests (D7): an instance takes the Session,
+// registers as its live root and serves it; a request for a Session it
+// runs already changes nothing; a clean stop releases the live root.
+func TestPoolResumesSessionsOnRequest(t *testing.T) {
+	h := start(t, "say Back.")
+	pool, leave := context.WithCancel(h.ctx)
+	go func() { _ = h.rt.Serve(pool) }()
+
+	var instance string
+	require.Eventually(t, func() bool {
+		var err error
+		instance, err = liveroot.RequestResume(h.ctx, h.env.Conn, "s9")
+		return err == nil
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, "test-runtime", instance)
+	rec, live, err := h.service.Roots().Lookup(h.ctx, "s9")
+	require.NoError(t, err)
+	require.True(t, live)
+	require.Equal(t, instance, rec.Instance)
+
+	again, err := liveroot.RequestResume(h.ctx, h.env.Conn, "s9")
+	require.NoError(t, err)
+	require.Equal(t, instance, again)
+	rec2, _, err := h.service.Roots().Lookup(h.ctx, "s9")
+	require.NoError(t, err)
+	require.Equal(t, rec.Epoch, rec2.Epoch, "a running Session is not registered again")
+
+	h.steer("s9", "hello")
+	evts := h.awaitCount("s9", events.TypeTurnEnd, 1)
+	require.Equal(t, "Back.", events.JoinText(last[*events.AssistantMessage](t, evts).Content))
+
+	_, err = liveroot.RequestResume(h.ctx, h.env.Conn, "bad.session")
+	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
+
+	leave()
+	require.Eventually(t, func() bool {
+		_, live, err := h.service.Roots().Lookup(h.ctx, "s9")
+		return err == nil && !live
+	}, 10*time.Second, 5*time.Millisecond, "a clean stop releases the live root")
+}
