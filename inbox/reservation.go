@@ -152,7 +152,7 @@ func (rs *Reservations) Reserve(ctx context.Context, sid, callID, messageID stri
 		case err != nil:
 			return 0, err
 		case ok:
-			return 0, replyQueued(callID, held)
+			return 0, ReplyQueued(callID, held)
 		}
 		// The stored reservation was released and is gone: try again.
 	}
@@ -290,7 +290,8 @@ func encodeReservation(r Reservation) ([]byte, error) {
 	return data, nil
 }
 
-func replyQueued(callID string, r Reservation) error {
+// ReplyQueued is the REPLY_QUEUED error for callID while r holds.
+func ReplyQueued(callID string, r Reservation) error {
 	return holdover.Newf(holdover.CodeReplyQueued, "call %s already has a reply (message %s, %s) waiting for the agent to admit it; it can be answered again once that reply is admitted or discarded", callID, r.MessageID, r.State)
 }
 

@@ -32,7 +32,7 @@ func newRig(t *testing.T) *rig {
 	log := sessionlog.New(env.JS, env.Topology.Sessions)
 	rs := inbox.NewReservations(env.Topology.Reservations, log)
 	views := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
-	return &rig{env: env, log: log, rs: rs, answerer: steer.New(views, rs, env.JS)}
+	return &rig{env: env, log: log, rs: rs, answerer: steer.New(views, log, rs, env.JS)}
 }
 
 func (r *rig) session(t *testing.T, sid string) *steertest.Session {

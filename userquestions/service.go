@@ -19,10 +19,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -45,10 +45,20 @@ type Config struct {
 	// MaxConcurrent bounds the requests handled at once; further requests
 	// wait in the subscription. 0 means 4096.
 	MaxConcurrent int
-	// Metrics, when set, receives the service's Prometheus collectors.
-	Metrics prometheus.Registerer
+	// Metrics receives the service's collectors; nil keeps them private.
+	Metrics *ops.Metrics
+	// ResumeTimeout bounds the wait for a runtime to take a resume request
+	// (D7); 0 means DefaultResumeTimeout.
+	ResumeTimeout time.Duration
 	// Foreground configures waits and claims (ask.go).
 	Foreground ForegroundConfig
+}
+
+func (c Config) resumeTimeout() time.Duration {
+	if c.ResumeTimeout <= 0 {
+		return DefaultResumeTimeout
+	}
+	return c.ResumeTimeout
 }
 
 func (c Config) maxConcurrent() int {
@@ -129,6 +139,9 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = ops.NewMetrics()
+	}
 	s := &Service{
 		nc:    nc,
 		js:    js,
@@ -140,10 +153,12 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 	}
 	// Each half of the service adds its part here: the durable half lives
 	// in answer.go and view.go, the foreground half in ask.go.
-	s.parts = []part{}
-	s.parts = append(s.parts, newForeground(s))
+	s.parts = []part{newDurable(s), newForeground(s)}
 	return s
 }
+
+// metrics returns the collectors the service reports into.
+func (s *Service) metrics() *ops.Metrics { return s.cfg.Metrics }
 
 // Roots is the live-root registry the service checks callers against (M9).
 func (s *Service) Roots() *liveroot.Registry { return s.roots }
@@ -264,7 +279,9 @@ func (s *Service) refuse(req *request) {
 		return
 	}
 	err := holdover.Newf(holdover.CodeInternal, "%s service is stopping; retry on another worker", Name)
-	if perr := s.nc.PublishMsg(errorMsg(req.reply, err)); perr != nil {
+	msg := errorMsg(req.reply, err)
+	msg.Header.Set(headerOwnerStopped, "true") // a Client asks again elsewhere (ask_client.go)
+	if perr := s.nc.PublishMsg(msg); perr != nil {
 		s.log.Warn("send refusal", "err", perr)
 	}
 }
