@@ -223,3 +223,10 @@ func TestClientReportsAMissingService(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
 }
+
+func TestServiceStartsOnceAndStopsIdempotently(t *testing.T) {
+	r := startDurable(t)
+	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(r.svc.Start(context.Background())))
+	r.svc.Stop()
+	r.svc.Stop()
+}
