@@ -27,8 +27,9 @@ func (c *NATSConfig) RegisterFlags(fs *flag.FlagSet) {
 }
 
 // Connect opens a connection named name that reconnects forever and logs
-// every disconnect and reconnect.
-func (c NATSConfig) Connect(name string, logger *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+// every disconnect and reconnect. Options in extra come after these
+// defaults and so override them (the gateway's shorter reconnect wait).
+func (c NATSConfig) Connect(name string, logger *slog.Logger, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -45,6 +46,7 @@ func (c NATSConfig) Connect(name string, logger *slog.Logger) (*nats.Conn, jetst
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}
+	opts = append(opts, extra...)
 	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", c.URL, err)

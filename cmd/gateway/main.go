@@ -1,0 +1,123 @@
+// Command gateway serves Holdover's web Client and its WebSocket protocol
+// (docs/protocol.md) against a NATS server or cluster. It is transport
+// only: question state lives in the question workers. Run several behind
+// a load balancer; each Client connection lives on one of them.
+//
+//	gateway --listen 127.0.0.1:8080 --nats nats://nats-1:4222 --tokens tokens.json
+//
+// The tokens file lists who may connect and which Sessions each may read
+// and answer:
+//
+//	{"tokens": {"<token>": {"user": "ana", "sessions": ["s1", "s2"]}}}
+//
+// ["*"] grants every Session. Open http://<listen>/?token=<token>&session=<id>.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/holdover-dev/holdover/gateway"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/web"
+)
+
+// config is what the flags say.
+type config struct {
+	listen  string
+	tokens  string
+	origins stringList
+	release time.Duration
+	nats    ops.NATSConfig
+	log     ops.LogConfig
+}
+
+func main() {
+	var cfg config
+	fs := flag.NewFlagSet("gateway", flag.ExitOnError)
+	fs.StringVar(&cfg.listen, "listen", envOr("HOLDOVER_GATEWAY_LISTEN", "127.0.0.1:8080"), "address to serve HTTP and WebSocket on (env HOLDOVER_GATEWAY_LISTEN)")
+	fs.StringVar(&cfg.tokens, "tokens", os.Getenv("HOLDOVER_GATEWAY_TOKENS"), "JSON file of access tokens (env HOLDOVER_GATEWAY_TOKENS)")
+	fs.Var(&cfg.origins, "origin", "extra browser origin allowed to open the WebSocket, e.g. app.example.com (repeatable)")
+	fs.DurationVar(&cfg.release, "claim-release", userquestions.DefaultReleaseBound, "how long a Client's claim outlives this gateway's NATS connection")
+	cfg.nats.RegisterFlags(fs)
+	cfg.log.RegisterFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+
+	logger, err := cfg.log.Logger(os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(2)
+	}
+	if cfg.tokens == "" {
+		fmt.Fprintln(os.Stderr, "gateway: --tokens is required: without a token table nobody could connect")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, logger); err != nil {
+		logger.Error("gateway stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run connects to NATS and serves until ctx ends.
+func run(ctx context.Context, cfg config, logger *slog.Logger) error {
+	tokens, err := gateway.LoadTokens(cfg.tokens)
+	if err != nil {
+		return err
+	}
+	nc, js, err := cfg.nats.Connect("holdover-gateway", logger, nats.ReconnectWait(gateway.DefaultReconnectWait))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: cfg.release, Log: logger})
+	if err != nil {
+		return err
+	}
+	defer answerer.Close()
+	srv, err := gateway.New(gateway.Config{
+		NATS:           nc,
+		JetStream:      js,
+		Tokens:         tokens,
+		Services:       []gateway.Service{gateway.UserQuestions(answerer)},
+		Files:          web.Files(),
+		OriginPatterns: cfg.origins,
+		Logger:         logger,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return err
+	}
+	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return fmt.Sprint([]string(*l)) }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}

@@ -1,0 +1,491 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/holdover-dev/holdover"
+)
+
+// conn is one Client's WebSocket. Its read loop handles frames in order;
+// everything it sends goes through one bounded queue to one writer, so
+// frames to a Client never interleave and a slow Client never holds up a
+// Session's other Clients: when its queue is full it is disconnected.
+type conn struct {
+	s       *Server
+	ws      *websocket.Conn
+	id      string
+	log     *slog.Logger
+	limiter *rate.Limiter
+	// urlToken is the token of the /ws?token= address, checked at hello.
+	urlToken string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan []byte
+	wrote  chan struct{} // closed when the writer has stopped
+	closed chan struct{} // closed when the socket is
+
+	// grant is set by hello, before any goroutine that reads it starts.
+	grant Grant
+	said  atomic.Bool // hello went through
+
+	closeOnce   sync.Once
+	closeStatus websocket.StatusCode
+	closeReason string
+
+	mu       sync.Mutex
+	watches  map[string]*watch
+	requests map[string]*heldRequest
+	streams  map[string]context.CancelFunc
+	calls    int
+	ending   bool           // teardown has begun: no new tasks
+	tasks    sync.WaitGroup // watch catch-ups, streams and calls in progress
+}
+
+// heldRequest is a Remote Event request forwarded to this Client that has
+// not ended; answered is set once the Client's outcome went through.
+type heldRequest struct {
+	sid      string
+	req      Request
+	answered bool
+}
+
+// closeAfterFlush is the marker, queued behind the frames already queued,
+// that makes the writer close the connection.
+var closeAfterFlush = []byte(nil)
+
+func newConn(s *Server, ws *websocket.Conn, id, remote, urlToken string) *conn {
+	c := &conn{
+		s:        s,
+		ws:       ws,
+		id:       id,
+		log:      s.log.With("client", id, "remote", remote),
+		limiter:  rate.NewLimiter(rate.Limit(s.lim.FramesPerSecond), s.lim.Burst),
+		urlToken: urlToken,
+		out:      make(chan []byte, s.lim.SendQueue),
+		wrote:    make(chan struct{}),
+		closed:   make(chan struct{}),
+		watches:  make(map[string]*watch),
+		requests: make(map[string]*heldRequest),
+		streams:  make(map[string]context.CancelFunc),
+	}
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	// Reads run without a context: cancelling one would drop the socket
+	// without a close frame. Ending the context closes the socket
+	// properly instead, and that ends the read.
+	context.AfterFunc(c.ctx, c.closeSocket)
+	return c
+}
+
+// run serves the connection until it closes, then tears it down.
+func (c *conn) run() {
+	c.s.m.connections.Inc()
+	defer c.s.m.connections.Dec()
+	go c.writeLoop()
+	hello := time.AfterFunc(c.s.lim.HelloTimeout, func() {
+		if !c.said.Load() {
+			c.closeWith(closeUnauthorized, holdover.New(CodeUnauthorized, "no hello frame arrived in time"))
+		}
+	})
+	c.readLoop(hello)
+	hello.Stop()
+	c.teardown()
+}
+
+// readLoop reads and handles frames until the connection ends.
+func (c *conn) readLoop(hello *time.Timer) {
+	for {
+		typ, r, err := c.ws.Reader(context.Background())
+		if err != nil {
+			c.abort(websocket.StatusNormalClosure, "")
+			return
+		}
+		f, err := c.readFrame(typ, r)
+		switch {
+		case errors.Is(err, errConnection):
+			return
+		case !releases(f.Type) && !c.limiter.Allow():
+			c.fail(f.ID, holdover.Newf(CodeRateLimited, "more than %g frames a second; this frame was dropped", c.s.lim.FramesPerSecond))
+		case err != nil:
+			c.fail(f.ID, err)
+		case f.Type == typeHello:
+			if c.hello(f) {
+				hello.Stop()
+			}
+		case !c.said.Load():
+			c.fail(f.ID, holdover.New(CodeUnauthorized, "say hello first"))
+		default:
+			c.handle(f)
+		}
+	}
+}
+
+// errConnection marks a read that ended the connection.
+var errConnection = errors.New("connection ended")
+
+// readFrame reads one frame to its end and parses it. A frame over the
+// size limit is read and dropped, so the next one starts where it should;
+// only one beyond the library's hard limit ends the connection.
+func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) (inFrame, error) {
+	limit := c.s.lim.MaxFrameBytes
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		c.abort(websocket.StatusNormalClosure, "")
+		return inFrame{}, errConnection
+	}
+	if int64(len(data)) > limit {
+		n, err := io.Copy(io.Discard, r)
+		if err != nil {
+			c.abort(websocket.StatusMessageTooBig, "frame too large")
+			return inFrame{}, errConnection
+		}
+		return inFrame{}, holdover.Newf(CodeFrameTooLarge, "frame is %d bytes, over the %d byte limit; it was dropped", int64(len(data))+n, limit)
+	}
+	if typ != websocket.MessageText {
+		return inFrame{}, holdover.New(holdover.CodeBadRequest, "frames are JSON text, not binary")
+	}
+	f, err := parseFrame(data)
+	if err == nil {
+		c.s.m.frames.WithLabelValues(frameLabel(f.Type)).Inc()
+	}
+	return f, err
+}
+
+// releases reports whether frames of typ only end or answer something the
+// gateway gave the Client. The rate limit never drops them: a dropped close
+// or outcome would keep a claim or a request open (W4), and each can only
+// go through once.
+func releases(typ string) bool {
+	switch typ {
+	case typeClose, typeUnwatch, typeSettle, typeReject, typeDelegate:
+		return true
+	}
+	return false
+}
+
+// handle dispatches one frame of a Client that has said hello.
+func (c *conn) handle(f inFrame) {
+	switch f.Type {
+	case typeWatch:
+		c.watch(f)
+	case typeUnwatch:
+		c.unwatch(f.ID)
+	case typeSettle, typeReject, typeDelegate:
+		c.answer(f)
+	case typeOpen:
+		c.open(f)
+	case typeClose:
+		c.closeStream(f.ID)
+	case typeCall:
+		c.call(f)
+	}
+}
+
+// hello authenticates the connection. A token from the address and one in
+// the frame must agree when both are given. A refused hello closes the
+// connection: a token does not become right by asking again.
+func (c *conn) hello(f inFrame) bool {
+	if c.said.Load() {
+		c.fail("", holdover.New(holdover.CodeBadRequest, "hello was already said on this connection"))
+		return true
+	}
+	if f.Protocol != ProtocolVersion {
+		c.closeWith(websocket.StatusPolicyViolation, holdover.Newf(holdover.CodeBadRequest, "protocol version %d is not spoken here; this gateway speaks %d", f.Protocol, ProtocolVersion))
+		return false
+	}
+	token := f.Token
+	if token == "" {
+		token = c.urlToken
+	}
+	grant, ok := c.s.cfg.Tokens.Lookup(token)
+	if ok && f.Token != "" && c.urlToken != "" && f.Token != c.urlToken {
+		ok = false
+	}
+	if !ok {
+		c.closeWith(closeUnauthorized, holdover.New(CodeUnauthorized, "the access token is missing or unknown"))
+		return false
+	}
+	c.grant = grant
+	c.said.Store(true)
+	c.log = c.log.With("user", grant.User)
+	c.send(encodeFrame(welcomeFrame{Type: typeWelcome, Protocol: ProtocolVersion, ClientID: c.id, User: grant.User, Sessions: grant.Sessions}))
+	return true
+}
+
+// authorize checks that the grant covers Session sid.
+func (c *conn) authorize(sid string) error {
+	if !c.grant.Allows(sid) {
+		return holdover.Newf(CodeForbidden, "the token of %s does not grant Session %q", c.grant.User, sid)
+	}
+	return nil
+}
+
+// authorizeParams checks the Session a call or stream names in its params
+// and returns the params as the gateway checked them. They are re-encoded
+// from what was checked, so a params object that names "session" twice
+// cannot show the check one Session and the backend another. Params that
+// name no Session need a grant of every Session.
+func (c *conn) authorizeParams(params json.RawMessage) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(params, &fields); err != nil {
+		return nil, holdover.Newf(holdover.CodeBadRequest, "params are not a JSON object: %v", err)
+	}
+	raw, named := fields["session"]
+	if !named {
+		if !c.grant.Allows(AllSessions) {
+			return nil, holdover.Newf(CodeForbidden, "the token of %s grants only some Sessions; name one in params.session", c.grant.User)
+		}
+		return params, nil
+	}
+	var sid string
+	if err := json.Unmarshal(raw, &sid); err != nil {
+		return nil, holdover.New(holdover.CodeBadRequest, "params.session must be a string")
+	}
+	if err := c.authorize(sid); err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeBadRequest, "params: %v", err)
+	}
+	return out, nil
+}
+
+// answer forwards a Client's settle, reject or delegate to the request it
+// names. Each Client answers a request once: a second outcome is refused
+// here, so a Client cannot flood the Host through a frame the rate limit
+// lets pass. An outcome the service refuses (BAD_ANSWER, say) does not
+// count, so the Client can try again.
+func (c *conn) answer(f inFrame) {
+	c.mu.Lock()
+	held, ok := c.requests[f.ID]
+	answered := ok && held.answered
+	c.mu.Unlock()
+	switch {
+	case !ok:
+		c.fail(f.ID, holdover.Newf(holdover.CodeNotFound, "no request %q is waiting on this connection; it may have ended", f.ID))
+		return
+	case answered:
+		c.fail(f.ID, holdover.Newf(holdover.CodeBadRequest, "request %q was already answered from this connection", f.ID))
+		return
+	}
+	var err error
+	switch f.Type {
+	case typeSettle:
+		err = held.req.Settle(f.Value)
+	case typeReject:
+		err = held.req.Reject(f.Error)
+	case typeDelegate:
+		err = held.req.Delegate(c.ctx)
+	}
+	if err != nil {
+		c.fail(f.ID, err)
+		return
+	}
+	c.mu.Lock()
+	held.answered = true
+	c.mu.Unlock()
+}
+
+// offerRequest forwards a request of a watched Session, unless this Client
+// already has it.
+func (c *conn) offerRequest(sid string, r Request, frame []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.requests[r.ID()]; dup {
+		return
+	}
+	c.requests[r.ID()] = &heldRequest{sid: sid, req: r}
+	c.send(frame)
+}
+
+// endRequest tells the Client a request it was forwarded is over.
+func (c *conn) endRequest(id string, frame []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.requests[id]; !ok {
+		return
+	}
+	delete(c.requests, id)
+	c.send(frame)
+}
+
+// dropRequests forgets the requests of Session sid (every Session when sid
+// is empty) and returns those this Client has not answered.
+func (c *conn) dropRequests(sid string) []Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Request
+	for id, held := range c.requests {
+		if sid == "" || held.sid == sid {
+			if !held.answered {
+				out = append(out, held.req)
+			}
+			delete(c.requests, id)
+		}
+	}
+	return out
+}
+
+// delegate passes requests on, as a Client that stops watching must (W4).
+func (c *conn) delegate(reqs []Request) {
+	if len(reqs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.s.lim.CallTimeout)
+	defer cancel()
+	for _, r := range reqs {
+		if err := r.Delegate(ctx); err != nil {
+			c.log.Warn("delegate request", "request", r.ID(), "err", err)
+		}
+	}
+}
+
+// goTask runs f on a goroutine of its own that teardown waits for. It
+// reports false, running nothing, once teardown has begun.
+func (c *conn) goTask(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ending {
+		return false
+	}
+	c.tasks.Add(1)
+	go func() {
+		defer c.tasks.Done()
+		f()
+	}()
+	return true
+}
+
+// send queues a frame without waiting. A Client whose queue is full has
+// fallen too far behind: it is disconnected, and catches up by watching
+// again from the last seq it has.
+func (c *conn) send(frame []byte) {
+	select {
+	case c.out <- frame:
+	case <-c.ctx.Done():
+	default:
+		c.s.m.dropped.Inc()
+		c.log.Warn("client too slow; disconnecting", "queued", len(c.out))
+		c.abort(websocket.StatusPolicyViolation, "too slow: too many frames waiting")
+	}
+}
+
+// sendWait queues a frame, waiting for room: for the Client's own bulk
+// replies (a watch's history), which may fill the queue but must not cost
+// the connection.
+func (c *conn) sendWait(frame []byte) bool {
+	select {
+	case c.out <- frame:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// fail tells the Client a frame was refused; the connection goes on.
+func (c *conn) fail(id string, err error) {
+	c.s.metrics.Error("gateway", err)
+	c.send(errorOf(id, err))
+}
+
+// closeWith sends err and then closes the connection with status.
+func (c *conn) closeWith(status websocket.StatusCode, err error) {
+	c.s.metrics.Error("gateway", err)
+	c.setClose(status, holdover.Wire(err).Message)
+	select {
+	case c.out <- errorOf("", err):
+	default:
+	}
+	select {
+	case c.out <- closeAfterFlush:
+	default:
+		c.cancel()
+	}
+}
+
+// setClose records the status the connection closes with; the first wins.
+func (c *conn) setClose(status websocket.StatusCode, reason string) {
+	c.closeOnce.Do(func() {
+		if len(reason) > 120 { // a close frame holds at most 123 bytes of reason
+			reason = reason[:120]
+		}
+		c.closeStatus, c.closeReason = status, reason
+	})
+}
+
+// abort ends the connection now.
+func (c *conn) abort(status websocket.StatusCode, reason string) {
+	c.setClose(status, reason)
+	c.cancel()
+}
+
+// closeSocket runs once the connection's context has ended: it closes the
+// socket with the recorded status, which also ends the read loop.
+func (c *conn) closeSocket() {
+	defer close(c.closed)
+	c.setClose(websocket.StatusGoingAway, "the gateway is shutting down")
+	if err := c.ws.Close(c.closeStatus, c.closeReason); err != nil {
+		c.log.Debug("close websocket", "err", err)
+	}
+}
+
+// writeLoop writes queued frames in order until the connection ends.
+func (c *conn) writeLoop() {
+	defer close(c.wrote)
+	for {
+		select {
+		case frame := <-c.out:
+			if frame == nil {
+				c.cancel()
+				return
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, c.s.lim.WriteTimeout)
+			err := c.ws.Write(ctx, websocket.MessageText, frame)
+			cancel()
+			if err != nil {
+				c.abort(websocket.StatusGoingAway, "write failed")
+				return
+			}
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// teardown runs once the read loop has ended. It releases the Client's
+// claims first (its streams end with the connection's context), leaves
+// the Session feeds, passes on every request it still holds (W4), and
+// waits for the socket to close.
+func (c *conn) teardown() {
+	c.cancel()
+	<-c.wrote
+	c.mu.Lock()
+	c.ending = true
+	c.mu.Unlock()
+	c.tasks.Wait()
+
+	c.mu.Lock()
+	watches := make([]*watch, 0, len(c.watches))
+	for _, w := range c.watches {
+		watches = append(watches, w)
+	}
+	clear(c.watches)
+	c.mu.Unlock()
+	for _, w := range watches {
+		w.stop()
+	}
+	c.delegate(c.dropRequests(""))
+
+	<-c.closed
+}

@@ -1,0 +1,159 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nats-io/nuid"
+
+	"github.com/holdover-dev/holdover/ops"
+)
+
+// Server is one gateway: the HTTP handler, its WebSocket connections and
+// the per-Session feeds they share.
+type Server struct {
+	cfg      Config
+	lim      Limits
+	log      *slog.Logger
+	metrics  *ops.Metrics
+	m        *gatewayMetrics
+	services map[string]*Service
+	hubs     *hubs
+	handler  http.Handler
+
+	// ctx ends when the server shuts down; every connection ends with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	conns  sync.WaitGroup
+}
+
+// New builds a Server from cfg. It opens nothing: connections arrive
+// through Handler or Serve.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = ops.NewMetrics()
+	}
+	s := &Server{
+		cfg:      cfg,
+		lim:      cfg.Limits.withDefaults(),
+		log:      cfg.Logger.With("component", "gateway"),
+		metrics:  cfg.Metrics,
+		m:        newGatewayMetrics(cfg.Metrics),
+		services: make(map[string]*Service, len(cfg.Services)),
+	}
+	for i := range cfg.Services {
+		s.services[cfg.Services[i].Name] = &cfg.Services[i]
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.hubs = newHubs(s)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws", s.serveWebSocket)
+	health := ops.Handler(cfg.Metrics, ops.NATSConnected(cfg.NATS))
+	mux.Handle("GET /healthz", health)
+	mux.Handle("GET /metrics", health)
+	if cfg.Files != nil {
+		mux.Handle("GET /", http.FileServerFS(cfg.Files))
+	}
+	s.handler = mux
+	return s, nil
+}
+
+// Handler serves the web UI at "/", the WebSocket at "/ws", "/healthz"
+// and "/metrics".
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Metrics are the collectors /metrics serves.
+func (s *Server) Metrics() *ops.Metrics { return s.metrics }
+
+// Serve serves HTTP on ln until ctx ends, then closes every WebSocket
+// connection (each releases its claims and delegates its requests) and
+// returns once they are all gone.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+	}
+	s.log.Info("serving", "addr", ln.Addr().String())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	// Shutdown stops new connections; hijacked WebSockets are the
+	// server's own to end, in Close.
+	serr := srv.Shutdown(shutdown)
+	s.Close()
+	if err == nil {
+		if err = <-done; errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	}
+	return errors.Join(err, serr)
+}
+
+// Close ends every WebSocket connection and waits for their teardown. The
+// handler refuses new ones afterwards.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.conns.Wait()
+}
+
+// admit registers a new connection unless the server is closing.
+func (s *Server) admit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns.Add(1)
+	return true
+}
+
+func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	if !s.admit() {
+		http.Error(w, "the gateway is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.conns.Done()
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		OriginPatterns:  s.cfg.OriginPatterns,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		s.log.Debug("websocket handshake refused", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	ws.SetReadLimit(s.lim.hardFrameLimit())
+	c := newConn(s, ws, nuid.Next(), r.RemoteAddr, r.URL.Query().Get("token"))
+	c.run()
+}
+
+// service returns the service a method or stream name belongs to.
+func (s *Server) service(name string) (*Service, bool) {
+	svc, ok := s.services[name]
+	return svc, ok
+}

@@ -1,0 +1,343 @@
+package gateway
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// A watch is one Client's view of one Session: its events from a seq on,
+// in order and each once, and its projection whenever it changes.
+//
+// A watch is live once its first events frame has gone out: the history,
+// or an empty list when there was none to send.
+//
+// Every event in the Session log names the seq it was appended after
+// (sessionlog.PrevHeader), so a watch can tell a gap from a quiet
+// Session. It reads the log up to the present, then takes the hub's live
+// events; whenever one names a predecessor it has not sent (the watch has
+// just started, or the feed lost events across a reconnect), it reads the
+// log again from the last event it sent, holding live events back
+// meanwhile. No event is sent twice or out of order, and none is skipped.
+type watch struct {
+	c   *conn
+	id  string
+	sid string
+	// The frame text before the events list and before the view, with the
+	// watch id and Session already encoded.
+	eventsHead []byte
+	viewHead   []byte
+
+	mu       sync.Mutex
+	after    uint64 // the seq of the last event sent (or passed over)
+	catching bool   // a read of the log is under way
+	held     []feedEvent
+	overflow bool // held grew too long and was dropped; read again
+	hub      *hub
+	stopped  bool
+	sent     bool // an events frame has gone out
+}
+
+// maxHeld bounds the live events a watch holds back while it reads the
+// log; beyond it the watch drops them and reads them from the log too.
+const maxHeld = 1024
+
+// History is sent in frames of at most this many events or bytes.
+const (
+	historyEvents = 256
+	historyBytes  = 256 << 10
+)
+
+func newWatch(c *conn, id, sid string, after uint64) *watch {
+	idJSON, _ := json.Marshal(id)   // strings always encode
+	sidJSON, _ := json.Marshal(sid) // strings always encode
+	head := func(typ, list string) []byte {
+		return slices.Concat([]byte(`{"type":"`+typ+`","id":`), idJSON, []byte(`,"session":`), sidJSON, []byte(`,"`+list+`":`))
+	}
+	return &watch{c: c, id: id, sid: sid, after: after, catching: true,
+		eventsHead: head(typeEvents, "events"), viewHead: head(typeView, "view")}
+}
+
+// watch starts watching a Session: events from fromSeq on (all of them
+// when it is 0 or missing) and the projection.
+func (c *conn) watch(f inFrame) {
+	if err := streams.CheckSession(f.Session); err != nil {
+		c.fail(f.ID, err)
+		return
+	}
+	if err := c.authorize(f.Session); err != nil {
+		c.fail(f.ID, err)
+		return
+	}
+	var after uint64
+	if f.FromSeq != nil && *f.FromSeq > 0 {
+		after = *f.FromSeq - 1
+	}
+	c.mu.Lock()
+	if _, dup := c.watches[f.ID]; dup {
+		c.mu.Unlock()
+		c.fail(f.ID, holdover.Newf(holdover.CodeBadRequest, "watch id %q is already in use on this connection", f.ID))
+		return
+	}
+	if len(c.watches) >= c.s.lim.MaxWatches {
+		c.mu.Unlock()
+		c.fail(f.ID, holdover.Newf(CodeLimit, "this connection already holds %d watches, the limit", c.s.lim.MaxWatches))
+		return
+	}
+	w := newWatch(c, f.ID, f.Session, after)
+	c.watches[f.ID] = w
+	c.mu.Unlock()
+	if !c.goTask(w.start) {
+		c.dropWatch(w)
+	}
+}
+
+// unwatch ends a watch. An id that is not (or no longer) watched is
+// ignored: the watch may have failed and been reported a moment ago.
+func (c *conn) unwatch(id string) {
+	c.mu.Lock()
+	w := c.watches[id]
+	delete(c.watches, id)
+	c.mu.Unlock()
+	if w != nil {
+		w.stop()
+	}
+}
+
+// dropWatch forgets and stops w after it failed.
+func (c *conn) dropWatch(w *watch) {
+	c.mu.Lock()
+	if c.watches[w.id] == w {
+		delete(c.watches, w.id)
+	}
+	c.mu.Unlock()
+	w.stop()
+}
+
+// start joins the Session's hub and catches up from the log.
+func (w *watch) start() {
+	h, err := w.c.s.hubs.join(w.c.ctx, w)
+	if err != nil {
+		w.c.fail(w.id, err)
+		w.c.dropWatch(w)
+		return
+	}
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		w.leave(h)
+		return
+	}
+	w.hub = h
+	w.mu.Unlock()
+	w.catchUp()
+}
+
+// stop leaves the hub. When it was the connection's last watch of the
+// Session, the requests it still holds for it are passed on.
+func (w *watch) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	h := w.hub
+	w.hub = nil
+	w.mu.Unlock()
+	if h != nil {
+		w.leave(h)
+	}
+}
+
+func (w *watch) leave(h *hub) {
+	if h.remove(w) {
+		w.c.delegate(w.c.dropRequests(w.sid))
+	}
+	w.c.s.hubs.release(h)
+}
+
+// offer takes one live event from the hub.
+func (w *watch) offer(ev feedEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.stopped:
+	case w.catching:
+		w.hold(ev)
+	case ev.seq <= w.after:
+		// Already sent: the log read covered it.
+	case ev.hasPrev && ev.prev > w.after:
+		// A gap: read the log from the last event sent.
+		w.catching = true
+		w.hold(ev)
+		if !w.c.goTask(w.catchUp) {
+			w.stopped = true
+		}
+	default:
+		w.sendLive([]feedEvent{ev})
+	}
+}
+
+func (w *watch) hold(ev feedEvent) {
+	if len(w.held) >= maxHeld {
+		w.held, w.overflow = nil, true
+		return
+	}
+	w.held = append(w.held, ev)
+}
+
+// catchUp reads the log after the last event sent, sends what it finds,
+// then sends the held live events that follow on without a gap. It reads
+// again while a gap remains and the log still has more to give.
+func (w *watch) catchUp() {
+	log, _, _, err := w.c.s.hubs.topology(w.c.ctx)
+	if err != nil {
+		w.c.fail(w.id, err)
+		w.c.dropWatch(w)
+		return
+	}
+	for {
+		w.mu.Lock()
+		after, stopped := w.after, w.stopped
+		w.mu.Unlock()
+		if stopped {
+			return
+		}
+		evts, bad, err := log.Read(w.c.ctx, w.sid, after)
+		if err != nil {
+			if w.c.ctx.Err() == nil {
+				w.c.fail(w.id, err)
+			}
+			w.c.dropWatch(w)
+			return
+		}
+		read := make([]feedEvent, 0, len(evts)+len(bad))
+		for _, e := range evts {
+			read = append(read, feedEvent{seq: e.Seq, data: encodeEvent(e)})
+		}
+		for _, b := range bad {
+			w.c.s.log.Warn("watch: undecodable event passed over", "session", w.sid, "seq", b.Seq, "err", b.Err)
+			read = append(read, feedEvent{seq: b.Seq})
+		}
+		slices.SortFunc(read, func(a, b feedEvent) int { return cmp.Compare(a.seq, b.seq) })
+		if !w.sendHistory(read) {
+			return
+		}
+		w.mu.Lock()
+		if len(read) > 0 {
+			w.after = max(w.after, read[len(read)-1].seq)
+		}
+		// When the log gave nothing new, a remaining gap cannot be filled
+		// (its events are gone from the stream): go on past it.
+		done := w.drainHeld(len(read) == 0)
+		if done {
+			w.catching = false
+			if !w.sent {
+				// Nothing to send yet: an empty frame still tells the
+				// Client the watch is live.
+				w.sent = true
+				w.c.send(w.eventsFrame(nil))
+			}
+		}
+		w.mu.Unlock()
+		if done {
+			return
+		}
+	}
+}
+
+// sendHistory sends events read from the log, waiting for room in the
+// connection's queue.
+func (w *watch) sendHistory(evs []feedEvent) bool {
+	var batch [][]byte
+	size := 0
+	flush := func() bool {
+		if len(batch) == 0 {
+			return true
+		}
+		ok := w.c.sendWait(w.eventsFrame(batch))
+		batch, size = batch[:0], 0
+		w.mu.Lock()
+		w.sent = true
+		w.mu.Unlock()
+		return ok
+	}
+	for _, ev := range evs {
+		if ev.data == nil {
+			continue
+		}
+		if len(batch) == historyEvents || size+len(ev.data) > historyBytes {
+			if !flush() {
+				return false
+			}
+		}
+		batch = append(batch, ev.data)
+		size += len(ev.data)
+	}
+	return flush()
+}
+
+// drainHeld sends the held events that follow the last one sent without a
+// gap, or all of them when force is set. It reports whether the watch has
+// caught up. w.mu is held.
+func (w *watch) drainHeld(force bool) bool {
+	held := w.held
+	w.held = nil
+	var send []feedEvent
+	for i, ev := range held {
+		if ev.seq <= w.after {
+			continue
+		}
+		if ev.hasPrev && ev.prev > w.after && !force {
+			w.held = held[i:]
+			break
+		}
+		send = append(send, ev)
+		w.after = ev.seq
+	}
+	w.sendLive(send)
+	if w.overflow {
+		w.overflow = false
+		return false
+	}
+	return len(w.held) == 0
+}
+
+// sendLive sends events in one frame and moves after past them. w.mu is held.
+func (w *watch) sendLive(evs []feedEvent) {
+	var batch [][]byte
+	for _, ev := range evs {
+		if ev.data != nil {
+			batch = append(batch, ev.data)
+		}
+		w.after = max(w.after, ev.seq)
+	}
+	if len(batch) > 0 {
+		w.sent = true
+		w.c.send(w.eventsFrame(batch))
+	}
+}
+
+// eventsFrame is an events frame of this watch holding encoded events.
+func (w *watch) eventsFrame(evs [][]byte) []byte {
+	n := len(w.eventsHead) + 3
+	for _, e := range evs {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, w.eventsHead...)
+	out = append(out, '[')
+	for i, e := range evs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']', '}')
+}
+
+// sendView sends the Session's projection.
+func (w *watch) sendView(view json.RawMessage) {
+	w.c.send(slices.Concat(w.viewHead, view, []byte("}")))
+}
