@@ -130,6 +130,7 @@ type foreground struct {
 	leaseID   string // stable for the worker's life: the lease is re-held
 	leaseName string // under the same name if NATS drops it
 	wf        *waterfall
+	adv       *nats.Subscription // claims-stream advisories
 	subs      []*nats.Subscription
 	stopSync  func()
 	replies   sync.WaitGroup // finishes not yet done
@@ -189,37 +190,38 @@ func (fg *foreground) start(ctx context.Context) error {
 		return err
 	}
 	fg.lease = l
-	if fg.wf, err = newWaterfall(fg.nc, fg.route); err != nil {
+	fail := func(err error) error {
+		fg.unsubscribe()
+		if fg.wf != nil {
+			fg.wf.close()
+		}
 		fg.endLease()
 		return err
 	}
-	subscribe := func(subject string, h nats.MsgHandler) error {
-		sub, err := fg.nc.Subscribe(subject, h)
-		if err != nil {
-			return holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", subject, err)
-		}
-		_ = sub.SetPendingLimits(-1, -1) // a dropped advisory is a claim nobody releases
-		fg.subs = append(fg.subs, sub)
-		return nil
+	if fg.wf, err = newWaterfall(fg.nc, fg.route); err != nil {
+		return fail(err)
 	}
 	for _, sub := range []struct {
 		subject string
 		h       nats.MsgHandler
+		keep    **nats.Subscription
 	}{
-		{advisoryPfx + "*." + streams.ClaimsStream + ".*", fg.onAdvisory},
-		{ownerSubject(fg.leaseName, verbAbort), fg.onAbort},
-		{ownerSubject(fg.leaseName, verbStatus), fg.onStatus},
+		{advisoryPfx + "*." + streams.ClaimsStream + ".*", fg.onAdvisory, &fg.adv},
+		{ownerSubject(fg.leaseName, verbAbort), fg.onAbort, nil},
+		{ownerSubject(fg.leaseName, verbStatus), fg.onStatus, nil},
 	} {
-		if err := subscribe(sub.subject, sub.h); err != nil {
-			fg.unsubscribe()
-			fg.endLease()
-			return err
+		s, err := fg.nc.Subscribe(sub.subject, sub.h)
+		if err != nil {
+			return fail(holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", sub.subject, err))
+		}
+		_ = s.SetPendingLimits(-1, -1) // a dropped advisory is a claim nobody releases
+		fg.subs = append(fg.subs, s)
+		if sub.keep != nil {
+			*sub.keep = s
 		}
 	}
 	if err := flush(ctx, fg.nc); err != nil {
-		fg.unsubscribe()
-		fg.endLease()
-		return err
+		return fail(err)
 	}
 	fg.stopSync = onReconnect(fg.nc, fg.reconcile, fg.reconcileClaims)
 	return nil
@@ -237,24 +239,27 @@ func (fg *foreground) stop() {
 	fg.mu.Unlock()
 	fg.stopSync()
 	fg.unsubscribe()
-	for _, lw := range waits {
-		lw.mu.Lock()
-		lw.stopped = true
-		lw.mu.Unlock()
-		lw.w.Reject(stoppedError(lw.kind))
-	}
+	abandon(waits)
 	fg.replies.Wait()
 	fg.wf.close()
 	fg.endLease()
 }
 
-// stoppedError is how a wait ends when its worker stops: pending for a
-// timed call, a retryable failure for a plain caller of a blocking one.
-func stoppedError(kind waitKind) error {
-	if kind == timedWait {
-		return holdover.New(holdover.CodeAskTimedOut, "the question worker stopped; the question stays answerable")
+// abandon ends waits whose worker is going away, or whose callers have
+// already given them up: a timed call turns pending, and the caller of a
+// blocking one is told to ask again elsewhere. A Go Client reads the
+// replies as the loss of the owner, whichever it noticed first.
+func abandon(waits []*liveWait) {
+	for _, lw := range waits {
+		lw.mu.Lock()
+		lw.stopped = true
+		lw.mu.Unlock()
+		if lw.kind == timedWait {
+			lw.w.Reject(holdover.New(holdover.CodeAskTimedOut, "the question worker stopped; the question stays answerable"))
+		} else {
+			lw.w.Reject(holdover.New(holdover.CodeInternal, "the question worker stopped before the question was answered; ask again"))
+		}
 	}
-	return holdover.New(holdover.CodeInternal, "the question worker stopped before the question was answered; ask again")
 }
 
 func (fg *foreground) unsubscribe() {
@@ -307,14 +312,14 @@ func (fg *foreground) ask(ctx context.Context, req *request) (any, error) {
 func (fg *foreground) askTimed(ctx context.Context, req *request) (any, error) {
 	var in struct {
 		holdover.AskTimedRequest
-		// Decoded as a number, so 1.5 or 2147483648 is BAD_TIMEOUT, not a
-		// decoding failure.
-		TimeoutMs json.Number `json:"timeoutMs"`
+		// Kept raw, so 1.5, 2147483648 or "60" is BAD_TIMEOUT, not a
+		// decoding failure or, for a quoted number, a valid timeout.
+		TimeoutMs json.RawMessage `json:"timeoutMs"`
 	}
 	if err := decode(req.data, &in); err != nil {
 		return nil, err
 	}
-	timeout, err := waiter.ParseTimeoutMs(in.TimeoutMs)
+	timeout, err := waiter.ParseTimeoutMs(json.Number(in.TimeoutMs))
 	if err != nil {
 		return nil, err
 	}
@@ -604,4 +609,18 @@ func (fg *foreground) callerGone(name string) {
 	if len(waits) > 0 {
 		fg.log.Info("caller gone; its waits aborted", "lease", name, "waits", len(waits))
 	}
+}
+
+// LiveWaits is the number of foreground waits this worker holds: ask and
+// askTimed calls not yet settled. Operators and tests read it to see that
+// a gone caller left nothing behind (W7).
+func (s *Service) LiveWaits() int { return s.foreground().reg.Len() }
+
+func (s *Service) foreground() *foreground {
+	for _, p := range s.parts {
+		if fg, ok := p.(*foreground); ok {
+			return fg
+		}
+	}
+	panic("userquestions: the service has no foreground part")
 }

@@ -79,6 +79,16 @@ func (pc *pendingCall) end(err error) {
 // one is asked again.
 var errOwnerLost = errors.New("the worker owning the wait is gone")
 
+// errRefused ends a call that a stopping worker refused before any wait
+// existed. It never leaves this file: the call is asked again.
+var errRefused = errors.New("a stopping worker refused the call")
+
+// retryDelay spaces out asking again after the n-th refusal in a row, so
+// a Client does not spin against a worker that is still stopping.
+func retryDelay(n int) time.Duration {
+	return min(10*time.Millisecond<<min(n, 6), 500*time.Millisecond)
+}
+
 // ConfigureCalls sets how the Client's foreground calls hold their lease.
 // Call it before the first Ask or AskTimed; later calls change nothing.
 func (c *Client) ConfigureCalls(cfg CallerConfig) {
@@ -95,6 +105,12 @@ func (c *Client) ConfigureCalls(cfg CallerConfig) {
 // every other failure keeps the code the service sent.
 func (c *Client) AskTimed(ctx context.Context, req holdover.AskTimedRequest) (holdover.Outcome, error) {
 	msg, err := c.waitCall(ctx, opAskTimed, req)
+	for refused := 0; errors.Is(err, errRefused); refused++ {
+		if sleepCtx(ctx, retryDelay(refused)) != nil {
+			return holdover.Outcome{}, aborted(ctx)
+		}
+		msg, err = c.waitCall(ctx, opAskTimed, req)
+	}
 	if errors.Is(err, errOwnerLost) {
 		return holdover.Outcome{Pending: true}, nil
 	}
@@ -114,17 +130,20 @@ func (c *Client) AskTimed(ctx context.Context, req holdover.AskTimedRequest) (ho
 // question is asked again of another worker, so the call neither hangs nor
 // fails for it.
 func (c *Client) Ask(ctx context.Context, req holdover.AskRequest) ([]holdover.Answer, error) {
-	for retried := false; ; retried = true {
+	retried, delays := false, 0
+	for {
 		msg, err := c.waitCall(ctx, opAsk, req)
 		switch {
 		case errors.Is(err, errOwnerLost):
+			retried = true
 			continue
-		case retried && holdover.HasCode(err, holdover.CodeDuplicateWait):
-			// The lost owner was only cut off and still holds the wait: it
-			// ends it as soon as it finds its lease gone.
-			if werr := sleepCtx(ctx, 100*time.Millisecond); werr != nil {
+		case errors.Is(err, errRefused), retried && holdover.HasCode(err, holdover.CodeDuplicateWait):
+			// A stopping worker, or a lost owner that was only cut off and
+			// still holds the wait until it finds its lease gone.
+			if sleepCtx(ctx, retryDelay(delays)) != nil {
 				return nil, aborted(ctx)
 			}
+			delays++
 			continue
 		case err != nil:
 			return nil, err
@@ -235,6 +254,7 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 	}
 
 	var lost <-chan struct{}
+	owned := false // an accepted frame arrived: a wait exists
 	unwatch := func() {}
 	defer func() { unwatch() }()
 	for {
@@ -245,18 +265,22 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 				pc.owner, pc.requestID = acc.Owner, acc.RequestID
 				pc.mu.Unlock()
 				lost, unwatch = cs.owners.watch(ctx, acc.Owner)
+				owned = true
 				continue
 			}
 			cs.forget(pc)
-			return reply(ctx, op, m)
+			return reply(ctx, op, m, owned)
 		case <-lost:
 			cs.forget(pc)
+			// A reply that arrived as the owner was judged lost still wins.
+			if m, ok := pendingReply(pc); ok {
+				return reply(ctx, op, m, owned)
+			}
 			return nil, errOwnerLost
 		case <-pc.ended:
 			cs.forget(pc)
-			// A reply that arrived as the call was judged lost still wins.
 			if m, ok := pendingReply(pc); ok {
-				return reply(ctx, op, m)
+				return reply(ctx, op, m, owned)
 			}
 			pc.mu.Lock()
 			defer pc.mu.Unlock()
@@ -292,13 +316,16 @@ func acceptedFrame(m *nats.Msg) (accepted, bool) {
 }
 
 // reply reads a call's final message: the result, the service's error, no
-// worker at all, or the reply of a worker that ended the wait by stopping.
-func reply(ctx context.Context, op string, m *nats.Msg) (*nats.Msg, error) {
+// worker at all, or the reply of a worker that stopped, which ended the
+// wait if owned, and else refused the call before any wait existed.
+func reply(ctx context.Context, op string, m *nats.Msg, owned bool) (*nats.Msg, error) {
 	switch {
 	case isNoResponders(m):
 		return nil, transportError(ctx, op, nats.ErrNoResponders)
-	case m.Header.Get(headerOwnerStopped) != "":
+	case m.Header.Get(headerOwnerStopped) != "" && owned:
 		return nil, errOwnerLost
+	case m.Header.Get(headerOwnerStopped) != "":
+		return nil, errRefused
 	}
 	if err := replyError(m); err != nil {
 		return nil, err

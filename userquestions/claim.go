@@ -90,23 +90,27 @@ func newClaimName(sid, callID string) (name, subject string, err error) {
 
 // frameSubject is the subject whose messages the claim consumer delivers.
 func frameSubject(name string) (string, bool) {
-	parts := strings.Split(name, nameSep)
-	if len(parts) != 4 || parts[0] != claimKind {
+	if _, ok := parseClaim(name); !ok {
 		return "", false
 	}
+	parts := strings.Split(name, nameSep)
 	return claimTopic + parts[1] + "." + parts[2] + "." + parts[3], true
 }
 
 // parseClaim reads a claim consumer name; ok is false for leases and for
-// names Holdover did not make.
+// any name newClaimName would not have made.
 func parseClaim(name string) (claimRef, bool) {
 	parts := strings.Split(name, nameSep)
-	if len(parts) != 4 || parts[0] != claimKind || streams.CheckSession(parts[1]) != nil {
+	// The Session id and the claim id (a nuid) are both plain tokens.
+	if len(parts) != 4 || parts[0] != claimKind || streams.CheckSession(parts[1]) != nil || streams.CheckSession(parts[3]) != nil {
 		return claimRef{}, false
 	}
 	call, err := streams.FromToken(parts[2])
 	if err != nil {
 		return claimRef{}, false
+	}
+	if tok, err := streams.Token(call); err != nil || tok != parts[2] {
+		return claimRef{}, false // not the one spelling Token gives: a subject could differ
 	}
 	return claimRef{key: waiter.Key{Session: parts[1], CallID: call}, name: name}, true
 }

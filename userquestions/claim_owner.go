@@ -158,9 +158,7 @@ func (fg *foreground) ownerLost(ctx context.Context) {
 	fg.mu.Unlock()
 
 	fg.log.Warn("worker lease lost; its callers have given its waits up", "lease", fg.leaseName, "waits", len(waits))
-	for _, lw := range waits {
-		lw.w.Reject(holdover.Newf(holdover.CodeAskAborted, "the worker owning call %q was cut off from NATS for longer than the release bound", lw.req.CallID))
-	}
+	abandon(waits)
 	if alive, err := old.alive(ctx); err == nil && alive {
 		return // re-held by a concurrent call
 	}

@@ -178,9 +178,7 @@ func parseOutcome(data []byte) (WaterfallOutcome, error) {
 	}
 	switch out.Kind {
 	case OutcomeSettle:
-		if out.Answers == nil {
-			return WaterfallOutcome{}, holdover.New(holdover.CodeBadRequest, "a settle outcome needs an answers list")
-		}
+		// Whether the batch fits the questions is the wait's to judge.
 	case OutcomeReject:
 		if out.Error == nil || out.Error.Code == "" {
 			return WaterfallOutcome{}, holdover.New(holdover.CodeBadRequest, "a reject outcome needs an error with a code")

@@ -266,6 +266,8 @@ type Watch struct {
 	stopSync func()
 	quit     chan struct{}
 	done     chan struct{}
+	closing  sync.Once
+	closeErr error
 
 	// Guarded by the watch goroutine: only it touches them.
 	live   map[string]*Delivery
@@ -379,6 +381,15 @@ func (w *Watch) end(requestID, reason string) {
 		return
 	}
 	delete(w.live, requestID)
+	if reason == ReasonOwnerLost || reason == ReasonGone {
+		// Nobody is left to close the claim: a worker that owns the call
+		// next must not find it held.
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultCallTimeout)
+		if err := d.releaseClaim(ctx); err != nil {
+			w.a.log.Warn("release claim of a lost request", "request", requestID, "err", err)
+		}
+		cancel()
+	}
 	w.h.Cancel(d, reason)
 }
 
@@ -437,24 +448,28 @@ func (w *Watch) resync() {
 
 // Close tears the watch down as a Client teardown must (W4): every live
 // request is delegated, releasing its claim, and the subscriptions end.
+// Closing again does nothing.
 func (w *Watch) Close(ctx context.Context) error {
-	w.stopSync()
-	var errs []error
-	delegated := make(chan struct{})
-	w.post(func() {
-		defer close(delegated)
-		for _, d := range w.live {
-			errs = append(errs, d.Delegate(ctx))
+	w.closing.Do(func() {
+		w.stopSync()
+		var errs []error
+		delegated := make(chan struct{})
+		w.post(func() {
+			defer close(delegated)
+			for _, d := range w.live {
+				errs = append(errs, d.Delegate(ctx))
+			}
+		})
+		<-delegated
+		close(w.quit)
+		<-w.done
+		w.unsubscribe()
+		for _, unwatch := range w.owners {
+			unwatch()
 		}
+		w.closeErr = errors.Join(errs...)
 	})
-	<-delegated
-	close(w.quit)
-	<-w.done
-	w.unsubscribe()
-	for _, unwatch := range w.owners {
-		unwatch()
-	}
-	return errors.Join(errs...)
+	return w.closeErr
 }
 
 func (w *Watch) unsubscribe() {

@@ -1,0 +1,238 @@
+package integration
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
+)
+
+// fgBound is the release bound of every claim and lease in these tests:
+// the shortest the service accepts.
+const fgBound = userquestions.MinReleaseBound
+
+// fgPatience bounds every wait for something that must happen; it only
+// turns a hang into a failure.
+const fgPatience = 15 * time.Second
+
+// fgWorld is one worker of the userQuestions service on a real embedded
+// server, its Host deadlines on a fake clock, and an agent Client on its
+// own connection.
+type fgWorld struct {
+	t      *testing.T
+	env    *embeddedtest.Env
+	clock  *clockwork.FakeClock
+	worker *userquestions.Service
+	agent  *userquestions.Client
+	log    *slog.Logger
+}
+
+func newFGWorld(t *testing.T) *fgWorld {
+	t.Helper()
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	w := &fgWorld{
+		t:     t,
+		env:   env,
+		clock: clockwork.NewFakeClock(),
+		log:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	}
+	w.worker = w.startWorker(env.Conn)
+	w.agent = w.client()
+	return w
+}
+
+// startWorker runs a worker on nc, stopped when the test ends.
+func (w *fgWorld) startWorker(nc *nats.Conn) *userquestions.Service {
+	w.t.Helper()
+	svc := userquestions.New(nc, w.env.JS, w.env.Topology, userquestions.Config{
+		Foreground: userquestions.ForegroundConfig{Clock: w.clock, ReleaseBound: fgBound},
+	}, w.log)
+	require.NoError(w.t, svc.Start(context.Background()))
+	w.t.Cleanup(svc.Stop)
+	return svc
+}
+
+// conn opens a connection of its own, as a separate process would have.
+func (w *fgWorld) conn() *nats.Conn {
+	w.t.Helper()
+	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
+	return nc
+}
+
+// client returns an agent Client on a connection of its own.
+func (w *fgWorld) client() *userquestions.Client {
+	w.t.Helper()
+	c := userquestions.NewClient(w.conn(), 0)
+	c.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: fgBound, Log: w.log})
+	w.t.Cleanup(c.Close)
+	return c
+}
+
+// answerer returns an answerer (a gateway, say) on nc.
+func (w *fgWorld) answerer(nc *nats.Conn) *userquestions.Answerer {
+	w.t.Helper()
+	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: fgBound, Log: w.log})
+	require.NoError(w.t, err)
+	w.t.Cleanup(a.Close)
+	return a
+}
+
+// watch watches sid with a fresh answerer on its own connection.
+func (w *fgWorld) watch(sid string) *fgRecorder {
+	w.t.Helper()
+	return w.watchWith(w.answerer(w.conn()), sid)
+}
+
+func (w *fgWorld) watchWith(a *userquestions.Answerer, sid string) *fgRecorder {
+	w.t.Helper()
+	rec := &fgRecorder{requests: make(chan *userquestions.Delivery, 1000), cancels: make(chan fgCancel, 1000)}
+	watch, err := a.Watch(context.Background(), sid, rec)
+	require.NoError(w.t, err)
+	w.t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	return rec
+}
+
+// live registers a live runtime root for sid and returns its ref (M9).
+func (w *fgWorld) live(sid string) *holdover.AgentRef {
+	w.t.Helper()
+	instance := "runtime-" + sid
+	epoch, err := w.worker.Roots().Register(context.Background(), sid, instance)
+	require.NoError(w.t, err)
+	return &holdover.AgentRef{Instance: instance, Epoch: epoch}
+}
+
+// waitsAre waits until the worker holds n live waits.
+func (w *fgWorld) waitsAre(svc *userquestions.Service, n int) {
+	w.t.Helper()
+	require.Eventually(w.t, func() bool { return svc.LiveWaits() == n }, fgPatience, time.Millisecond,
+		"want %d live waits, have %d", n, svc.LiveWaits())
+}
+
+// fgResult is how one agent call ended.
+type fgResult struct {
+	out     holdover.Outcome
+	answers []holdover.Answer
+	err     error
+	took    time.Duration
+}
+
+// askTimed starts an askTimed call and returns where its result lands.
+func (w *fgWorld) askTimed(ctx context.Context, c *userquestions.Client, req holdover.AskTimedRequest) <-chan fgResult {
+	done := make(chan fgResult, 1)
+	go func() {
+		start := time.Now()
+		out, err := c.AskTimed(ctx, req)
+		done <- fgResult{out: out, err: err, took: time.Since(start)}
+	}()
+	return done
+}
+
+// ask starts a blocking ask and returns where its result lands.
+func (w *fgWorld) ask(ctx context.Context, c *userquestions.Client, req holdover.AskRequest) <-chan fgResult {
+	done := make(chan fgResult, 1)
+	go func() {
+		start := time.Now()
+		answers, err := c.Ask(ctx, req)
+		done <- fgResult{answers: answers, err: err, took: time.Since(start)}
+	}()
+	return done
+}
+
+func fgWait(t *testing.T, done <-chan fgResult) fgResult {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(fgPatience):
+		t.Fatal("the agent call did not end")
+		return fgResult{}
+	}
+}
+
+// fgPendingOnly asserts the call is still waiting.
+func fgPendingOnly(t *testing.T, done <-chan fgResult) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("the agent call ended early: %+v", r)
+	default:
+	}
+}
+
+// fgRecorder is a Handler that hands every delivery and cancel to a channel.
+type fgRecorder struct {
+	requests chan *userquestions.Delivery
+	cancels  chan fgCancel
+}
+
+type fgCancel struct {
+	requestID string
+	reason    string
+}
+
+func (r *fgRecorder) Request(d *userquestions.Delivery) { r.requests <- d }
+func (r *fgRecorder) Cancel(d *userquestions.Delivery, reason string) {
+	r.cancels <- fgCancel{requestID: d.RequestID, reason: reason}
+}
+
+func (r *fgRecorder) next(t *testing.T) *userquestions.Delivery {
+	t.Helper()
+	select {
+	case d := <-r.requests:
+		return d
+	case <-time.After(fgPatience):
+		t.Fatal("no request was delivered")
+		return nil
+	}
+}
+
+func (r *fgRecorder) cancel(t *testing.T) fgCancel {
+	t.Helper()
+	select {
+	case c := <-r.cancels:
+		return c
+	case <-time.After(fgPatience):
+		t.Fatal("no cancel notice")
+		return fgCancel{}
+	}
+}
+
+// claim attaches to d's wait and returns the claim with its one frame.
+func fgClaim(t *testing.T, d *userquestions.Delivery) (*userquestions.Claim, time.Duration) {
+	t.Helper()
+	c, err := d.AttachWait(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), fgPatience)
+	defer cancel()
+	remaining, err := c.Remaining(ctx)
+	require.NoError(t, err)
+	return c, remaining
+}
+
+func fgClosed(t *testing.T, c *userquestions.Claim) {
+	t.Helper()
+	select {
+	case <-c.Closed():
+	case <-time.After(fgPatience):
+		t.Fatal("the Host did not close the claim")
+	}
+}
+
+var fgQuestions = []holdover.Question{{
+	ID: "deploy", Question: "Deploy to production now?",
+	Options: []holdover.Option{{Label: "yes"}, {Label: "no"}},
+}}
+
+func fgAnswer(choice string) []holdover.Answer {
+	return []holdover.Answer{{ID: "deploy", Selected: []string{choice}}}
+}
