@@ -59,6 +59,9 @@ func (w *fgWorld) startWorker(nc *nats.Conn) *userquestions.Service {
 	}, w.log)
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
+	// Start returns once the endpoints are subscribed on nc; a flush makes
+	// the server know it before another connection calls them.
+	require.NoError(w.t, nc.Flush())
 	return svc
 }
 

@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/steer/steertest"
+	"github.com/holdover-dev/holdover/userquestions"
+)
+
+// Fault tests with separate processes: a worker or an agent is SIGKILLed
+// mid-wait, so nothing it held is released by a goodbye; only NATS
+// noticing its connection is gone ends its leases.
+
+// fgSlack is what the tests allow beyond the release bound for NATS to
+// delete a lease and for everyone watching to act on it, on a loaded
+// machine under -race. The benchmark reports the actual figure.
+const fgSlack = 3 * time.Second
+
+// fgProcBinary builds cmd/faultproc for this test; the build cache makes
+// every build after the first one quick.
+func fgProcBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "faultproc")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/holdover-dev/holdover/integration/cmd/faultproc").CombinedOutput()
+	require.NoError(t, err, "build faultproc:\n%s", out)
+	return bin
+}
+
+// fgProc is a running faultproc process.
+type fgProc struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	mu     sync.Mutex
+}
+
+// fgStart starts faultproc with args and waits for its "ready" line. The
+// process is killed when the test ends, and its log shown if it failed.
+func fgStart(t *testing.T, bin string, args ...string) *fgProc {
+	t.Helper()
+	p := &fgProc{cmd: exec.Command(bin, args...)}
+	p.cmd.Stderr = &lockedWriter{mu: &p.mu, buf: &p.stderr}
+	stdout, err := p.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("faultproc %v log:\n%s", args[0], p.stderr.String())
+			p.mu.Unlock()
+		}
+	})
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err == nil && line != "ready\n" {
+			err = fmt.Errorf("faultproc said %q", line)
+		}
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		require.NoError(t, err)
+	case <-time.After(fgPatience):
+		t.Fatal("faultproc did not get ready")
+	}
+	return p
+}
+
+// kill SIGKILLs the process: no deferred call, no goodbye to NATS.
+func (p *fgProc) kill() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	}
+}
+
+type lockedWriter struct {
+	mu  *sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(b)
+}
+
+// A worker SIGKILLed while it owns 200 live waits leaves no agent call
+// hanging: every call ends pending within the release bound, every Client
+// drops the dead worker's requests and releases its claims, and every
+// question, recorded pending, is answered late through a second worker.
+func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
+	t.Parallel()
+	const sessions, calls = 20, 10
+	w := newFGWorld(t)
+	w.worker.Stop() // the worker under test is a process of its own
+	url := w.env.Server.ClientURL()
+	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", url, "-bound", fgBound.String())
+
+	log := sessionlog.New(w.env.JS, w.env.Topology.Sessions)
+	answerer := w.answerer(w.conn())
+	qs := steertest.Questions("q1", "q2")
+	type call struct {
+		s    *steertest.Session
+		id   string
+		done <-chan fgResult
+	}
+	var all []call
+	recs := make([]*fgRecorder, sessions)
+	for i := range sessions {
+		sid := fmt.Sprintf("s%d", i)
+		recs[i] = w.watchWith(answerer, sid)
+		ref := w.live(sid)
+		s := steertest.NewSession(t, log, sid)
+		s.Header(true)
+		for j := range calls {
+			id := fmt.Sprintf("call-%d", j)
+			s.Ask(id, qs) // the agent records the call before it waits on it
+			all = append(all, call{s: s, id: id, done: w.askTimed(context.Background(), w.agent,
+				holdover.AskTimedRequest{Session: sid, CallID: id, Agent: ref, Questions: qs, TimeoutMs: 3_600_000})})
+		}
+	}
+	var claims []*userquestions.Claim
+	for _, rec := range recs {
+		for j := range calls {
+			d := rec.next(t)
+			if j%3 == 0 {
+				c, _ := fgClaim(t, d)
+				claims = append(claims, c)
+			}
+		}
+	}
+
+	killed := time.Now()
+	victim.kill()
+	var slowest time.Duration
+	for _, c := range all {
+		r := fgWait(t, c.done)
+		require.NoError(t, r.err)
+		require.True(t, r.out.Pending, "%s/%s", c.s.ID, c.id)
+		slowest = max(slowest, time.Since(killed))
+	}
+	t.Logf("%d calls pending at most %v after the worker was killed (bound %v)", len(all), slowest, fgBound)
+	assert.Less(t, slowest, fgBound+fgSlack)
+	for _, rec := range recs {
+		for range calls {
+			assert.Equal(t, userquestions.ReasonOwnerLost, rec.cancel(t).reason)
+		}
+	}
+	for _, c := range claims {
+		require.Eventually(t, func() bool {
+			_, err := w.env.JS.Consumer(context.Background(), "CLAIMS", c.Name())
+			return err != nil
+		}, fgPatience, 10*time.Millisecond, "the Client released its claim on a lost request")
+	}
+
+	// The agent records the pending results; a second worker takes the
+	// late answers (D6).
+	for _, c := range all {
+		c.s.Pending(c.id)
+	}
+	w.startWorker(w.conn())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, c := range all {
+		res, err := w.agent.Answer(ctx, holdover.AnswerRequest{Session: c.s.ID, CallID: c.id, Answers: steertest.Choose(qs)})
+		require.NoError(t, err, "%s/%s", c.s.ID, c.id)
+		require.True(t, res.Accepted, "%s/%s is answerable", c.s.ID, c.id)
+	}
+}
+
+// An agent SIGKILLed while it waits on timed and keyed calls leaves no
+// orphan wait: its lease ends, and the worker ends every one of its waits
+// with ASK_ABORTED, closing their claims and leaving no timer.
+func TestFaultAgentKilledMidWait(t *testing.T) {
+	t.Parallel()
+	const timed, keyed = 20, 5
+	w := newFGWorld(t)
+	rec := w.watch("s1")
+	ref := w.live("s1")
+	victim := fgStart(t, fgProcBinary(t), "agent", "-nats", w.env.Server.ClientURL(), "-bound", fgBound.String(),
+		"-session", "s1", "-instance", ref.Instance, "-epoch", fmt.Sprint(ref.Epoch),
+		"-timed", fmt.Sprint(timed), "-keyed", fmt.Sprint(keyed))
+
+	var claims []*userquestions.Claim
+	for i := range timed + keyed {
+		d := rec.next(t)
+		if i%4 == 0 {
+			c, _ := fgClaim(t, d)
+			claims = append(claims, c)
+		}
+	}
+	w.waitsAre(w.worker, timed+keyed)
+
+	killed := time.Now()
+	victim.kill()
+	for range timed + keyed {
+		assert.Equal(t, userquestions.ReasonAborted, rec.cancel(t).reason)
+	}
+	took := time.Since(killed)
+	t.Logf("%d waits aborted %v after the agent was killed (bound %v)", timed+keyed, took, fgBound)
+	assert.Less(t, took, fgBound+fgSlack)
+	for _, c := range claims {
+		fgClosed(t, c)
+	}
+	w.waitsAre(w.worker, 0)
+	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer is left")
+}
