@@ -496,10 +496,13 @@ func TestForegroundRefusals(t *testing.T) {
 		err  error
 		code holdover.Code
 	}{
-		"no questions":    {timed(func(r *holdover.AskTimedRequest) { r.Questions = nil }), holdover.CodeEmptyQuestions},
-		"no agent":        {timed(func(r *holdover.AskTimedRequest) { r.Agent = nil }), holdover.CodeCallerNotLive},
-		"stale instance":  {timed(func(r *holdover.AskTimedRequest) { r.Agent = &stale }), holdover.CodeCallerNotLive},
-		"owned child":     {timed(func(r *holdover.AskTimedRequest) { r.Session = "child"; r.Agent = &holdover.AgentRef{Instance: "runtime-child", Epoch: 1, Owner: "parent-agent"} }), holdover.CodeDelegatedCaller},
+		"no questions":   {timed(func(r *holdover.AskTimedRequest) { r.Questions = nil }), holdover.CodeEmptyQuestions},
+		"no agent":       {timed(func(r *holdover.AskTimedRequest) { r.Agent = nil }), holdover.CodeCallerNotLive},
+		"stale instance": {timed(func(r *holdover.AskTimedRequest) { r.Agent = &stale }), holdover.CodeCallerNotLive},
+		"owned child": {timed(func(r *holdover.AskTimedRequest) {
+			r.Session = "child"
+			r.Agent = &holdover.AgentRef{Instance: "runtime-child", Epoch: 1, Owner: "parent-agent"}
+		}), holdover.CodeDelegatedCaller},
 		"wildcard sid":    {timed(func(r *holdover.AskTimedRequest) { r.Session = "s.*" }), holdover.CodeBadRequest},
 		"no call id":      {timed(func(r *holdover.AskTimedRequest) { r.CallID = "" }), holdover.CodeBadRequest},
 		"duplicate ids":   {timed(func(r *holdover.AskTimedRequest) { r.Questions = append(fgQuestions, fgQuestions...) }), holdover.CodeBadRequest},

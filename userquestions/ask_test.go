@@ -18,12 +18,12 @@ import (
 // fgTest is a worker on a real embedded server, with a fake clock for its
 // Host deadlines, an agent Client and an answerer on their own connections.
 type fgTest struct {
-	t      *testing.T
-	env    *embeddedtest.Env
-	svc    *Service
-	clock  *clockwork.FakeClock
-	agent  *Client
-	ans    *Answerer
+	t     *testing.T
+	env   *embeddedtest.Env
+	svc   *Service
+	clock *clockwork.FakeClock
+	agent *Client
+	ans   *Answerer
 }
 
 func newFGTest(t *testing.T) *fgTest {
@@ -65,7 +65,7 @@ func newRecorder() *recorder {
 	return &recorder{requests: make(chan *Delivery, 100), cancels: make(chan string, 100)}
 }
 
-func (r *recorder) Request(d *Delivery)              { r.requests <- d }
+func (r *recorder) Request(d *Delivery)               { r.requests <- d }
 func (r *recorder) Cancel(d *Delivery, reason string) { r.cancels <- d.RequestID + ":" + reason }
 
 func (r *recorder) next(t *testing.T) *Delivery {
