@@ -1,24 +1,19 @@
 // The browser entry point: connect to the gateway that served this page,
 // watch the Sessions named in the address, feed question requests and
-// projection views into QuestionCards, and show a Session list. The
-// transcript, question cards and tool rows are rendered on top of these
-// modules later; this page only proves the wiring end to end.
+// projection views into QuestionCards and the Session store, and render
+// the page (ui/App.tsx). Reconnects with back-off; cards, drafts and the
+// events received survive a reconnect (docs/protocol.md, "Reconnecting").
 
+import { h, render } from "preact";
 import { reconnectDelayMs, sessionsFromQuery, socketURL, takeToken } from "./app/boot";
-import { SessionDirectory, type SessionSummary } from "./app/sessions";
+import { AppStore } from "./app/store";
 import { Connection, unavailable } from "./protocol/connection";
 import { questionRequestEvent } from "./protocol/frames";
 import { DraftStore, QuestionCards, systemClock, type QuestionsTransport } from "./questions";
+import { App } from "./ui/App";
 import { RemoteError } from "./wire";
 
 const tokenKey = "holdover.token";
-
-const status = document.getElementById("status");
-const app = document.getElementById("app");
-
-function setStatus(text: string): void {
-  if (status) status.textContent = text;
-}
 
 /** localStorage, or none when the browser refuses it (private modes, disabled storage). */
 function localDrafts(): Storage | undefined {
@@ -35,8 +30,6 @@ if (found.token) {
   history.replaceState(null, "", found.cleaned);
 }
 const token = found.token ?? sessionStorage.getItem(tokenKey) ?? undefined;
-const sessions = sessionsFromQuery(location.search);
-const directory = new SessionDirectory(sessions);
 
 let connection: Connection | undefined;
 let stopped = false;
@@ -57,19 +50,24 @@ const transport: QuestionsTransport = {
 const drafts = new DraftStore(localDrafts(), { clock: systemClock });
 drafts.prune();
 const cards = new QuestionCards({ transport, clock: systemClock, drafts });
-cards.subscribe(render);
+const store = new AppStore(sessionsFromQuery(location.search), cards, token !== undefined);
 window.addEventListener("pagehide", () => cards.teardown());
+
+const status = document.getElementById("status");
+store.subscribe(() => {
+  if (status && status.textContent !== store.status) status.textContent = store.status;
+});
 
 function connect(attempt: number): void {
   if (!token) {
-    setStatus("No access token");
+    store.setStatus("No access token");
     return;
   }
-  setStatus(attempt === 0 ? "Connecting…" : "Reconnecting…");
+  store.setStatus(attempt === 0 ? "Connecting…" : "Reconnecting…");
   connection = new Connection(new WebSocket(socketURL(location, token)), {
     welcome: () => {
       attempt = 0;
-      setStatus("Connected");
+      store.setStatus("Connected");
     },
     request: (request) => {
       // The gateway forwards every Remote Event of a watched Session; this
@@ -80,75 +78,33 @@ function connect(attempt: number): void {
     cancel: (session, requestId) => cards.cancelled(session, requestId),
     error: (error) => {
       if (error.code === "UNAUTHORIZED") stopped = true;
-      setStatus(`${error.code}: ${error.message}`);
+      store.setStatus(`${error.code}: ${error.message}`);
     },
     closed: () => {
       connection = undefined;
       cards.disconnected();
       if (stopped) return;
       const next = attempt + 1;
-      setStatus("Disconnected; reconnecting…");
+      store.setStatus("Disconnected; reconnecting…");
       setTimeout(() => connect(next), reconnectDelayMs(next));
     },
   });
-  for (const session of sessions) {
-    connection.watch(session, directory.resumeFrom(session), {
+  for (const session of store.sessions) {
+    connection.watch(session, store.directory.resumeFrom(session), {
       events: (events) => {
-        directory.addEvents(session, events);
-        render();
+        store.directory.addEvents(session, events);
+        store.changed();
       },
       view: (view) => {
-        directory.setView(session, view);
+        store.directory.setView(session, view);
         cards.reconcile(session, view);
-        render();
+        store.changed();
       },
-      error: (error) => setStatus(`${session}: ${error.code}: ${error.message}`),
+      error: (error) => store.setStatus(`${session}: ${error.code}: ${error.message}`),
     });
   }
 }
 
-function render(): void {
-  if (!app) return;
-  if (!token) {
-    app.replaceChildren(paragraph("Open this page with ?token=<access token>&session=<Session id>.", "hint"));
-    return;
-  }
-  if (sessions.length === 0) {
-    app.replaceChildren(paragraph("Name the Sessions to watch in the address: ?session=<id>[,<id>…].", "hint"));
-    return;
-  }
-  const list = document.createElement("ul");
-  list.className = "sessions";
-  for (const summary of directory.list()) list.append(row(summary, cards.list(summary.session).filter((c) => c.visible).length));
-  app.replaceChildren(list);
-}
-
-function row(s: SessionSummary, shown: number): HTMLLIElement {
-  const li = document.createElement("li");
-  const id = document.createElement("span");
-  id.className = "id";
-  id.textContent = s.session;
-  const facts = document.createElement("span");
-  facts.className = "facts";
-  facts.textContent = s.viewed ? `${s.events} events · ${s.settled} answered` : `${s.events} events · waiting for the projection`;
-  const questions = document.createElement("span");
-  questions.className = "questions";
-  const parts = [];
-  if (s.open) parts.push(`${s.open} waiting`);
-  if (s.continued) parts.push(`${s.continued} still answerable`);
-  if (s.queued) parts.push(`${s.queued} reply queued`);
-  if (shown) parts.push(`${shown} open here`);
-  questions.textContent = parts.join(" · ");
-  li.append(id, facts, questions);
-  return li;
-}
-
-function paragraph(text: string, className: string): HTMLParagraphElement {
-  const p = document.createElement("p");
-  p.className = className;
-  p.textContent = text;
-  return p;
-}
-
-render();
+const root = document.getElementById("app");
+if (root) render(h(App, { store }), root);
 connect(0);

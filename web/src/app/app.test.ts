@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, view } from "../testing/questionHarness";
-import { reconnectDelayMs, sessionsFromQuery, socketURL, takeToken } from "./boot";
+import { parseRoute, reconnectDelayMs, sessionHref, sessionsFromQuery, socketURL, takeToken } from "./boot";
 import { SessionDirectory } from "./sessions";
 
 describe("boot", () => {
@@ -17,6 +17,14 @@ describe("boot", () => {
   it("takes the token out of the address", () => {
     expect(takeToken("http://h/?session=s1&token=secret#x")).toEqual({ token: "secret", cleaned: "http://h/?session=s1#x" });
     expect(takeToken("http://h/").token).toBeUndefined();
+  });
+
+  it("routes #/s/<id> to a transcript and #/ to the list; one watched Session opens by default", () => {
+    expect(parseRoute(sessionHref("s 1/x"), ["a", "b"])).toEqual({ page: "session", session: "s 1/x" });
+    expect(parseRoute("#/", ["a"])).toEqual({ page: "list" });
+    expect(parseRoute("", ["a"])).toEqual({ page: "session", session: "a" });
+    expect(parseRoute("", ["a", "b"])).toEqual({ page: "list" });
+    expect(parseRoute("#/s/%E0%A4%A", ["a"])).toEqual({ page: "list" });
   });
 
   it("backs off reconnects from 1 s to at most 30 s", () => {
@@ -37,6 +45,9 @@ describe("SessionDirectory", () => {
       { session: "s2", lastSeq: 0, events: 0, open: 0, continued: 0, queued: 0, settled: 0, viewed: false },
     ]);
     expect(d.resumeFrom("s1")).toBe(5);
+    expect(d.events("s1").map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    expect(d.view("s1")?.lastSeq).toBe(4);
+    expect(d.view("s2")).toBeUndefined();
     expect(d.resumeFrom("s2")).toBe(1);
   });
 });

@@ -36,3 +36,29 @@ export function takeToken(href: string): { token: string | undefined; cleaned: s
 export function reconnectDelayMs(attempt: number): number {
   return Math.min(30_000, 1000 * 2 ** Math.max(0, attempt - 1));
 }
+
+/** Which page the address shows: the Session list, or one Session's transcript. */
+export type Route = { page: "list" } | { page: "session"; session: string };
+
+/** The link to a Session's transcript page. */
+export function sessionHref(session: string): string {
+  return `#/s/${encodeURIComponent(session)}`;
+}
+
+/**
+ * Reads the page from the address hash: "#/s/<id>" is a transcript, "#/"
+ * the list. With no hash, a page watching exactly one Session opens it.
+ */
+export function parseRoute(hash: string, sessions: readonly string[]): Route {
+  const m = /^#\/s\/(.+)$/.exec(hash);
+  if (m) {
+    try {
+      return { page: "session", session: decodeURIComponent(m[1] ?? "") };
+    } catch {
+      return { page: "list" };
+    }
+  }
+  const only = sessions.length === 1 ? sessions[0] : undefined;
+  if ((hash === "" || hash === "#") && only !== undefined) return { page: "session", session: only };
+  return { page: "list" };
+}

@@ -1,7 +1,6 @@
-// The Session list placeholder: what the watch data says about each watched
-// Session. The full transcript is built on the question modules later; this
-// keeps only the facts a list row shows, and where to resume after a
-// reconnect.
+// What the watch data says about each watched Session: its events (for the
+// transcript), its latest projection view, the facts a Session list row
+// shows, and where to resume after a reconnect.
 
 import type { SessionEvent, View } from "../wire";
 
@@ -23,6 +22,8 @@ export interface SessionSummary {
 
 export class SessionDirectory {
   private readonly summaries = new Map<string, SessionSummary>();
+  private readonly logs = new Map<string, SessionEvent[]>();
+  private readonly views = new Map<string, View>();
 
   constructor(sessions: readonly string[]) {
     for (const session of sessions) {
@@ -38,12 +39,31 @@ export class SessionDirectory {
       if (e.seq <= s.lastSeq) continue;
       s.lastSeq = e.seq;
       s.events += 1;
+      const log = this.logs.get(session);
+      if (log) log.push(e);
+      else this.logs.set(session, [e]);
     }
+  }
+
+  /** The Session's events received so far, in seq order, each once. */
+  events(session: string): readonly SessionEvent[] {
+    return this.logs.get(session) ?? [];
+  }
+
+  /** The Session's latest projection view, once one arrived. */
+  view(session: string): View | undefined {
+    return this.views.get(session);
+  }
+
+  /** Whether session is one this page watches. */
+  has(session: string): boolean {
+    return this.summaries.has(session);
   }
 
   setView(session: string, view: View): void {
     const s = this.summaries.get(session);
     if (!s) return;
+    this.views.set(session, view);
     s.open = view.active.filter((c) => c.status === "open").length;
     s.continued = view.active.filter((c) => c.status === "continued").length;
     s.queued = view.active.filter((c) => c.queued).length;

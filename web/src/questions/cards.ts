@@ -84,6 +84,8 @@ export interface CardView {
   status: CallStatus | undefined;
   /** The panel is shown; hiding it keeps claim and countdown running (P4). */
   visible: boolean;
+  /** This Client holds a forwarded request for the card (a live answer channel, or one attaching). */
+  live: boolean;
   channel: ChannelKind;
   canSubmit: boolean;
   /** A submission is in flight or awaiting reconciliation (C4). */
@@ -373,6 +375,7 @@ export class QuestionCards {
     if (!question.multiSelect) answer.selected = [label];
     else if (answer.selected.includes(label)) answer.selected = answer.selected.filter((l) => l !== label);
     else answer.selected = [...answer.selected, label];
+    delete answer.skipped;
     this.edited(card);
   }
 
@@ -382,6 +385,18 @@ export class QuestionCards {
     const answer = card?.answers[questionId];
     if (!card || !answer) return;
     answer.custom = text;
+    if (text.trim() !== "") delete answer.skipped;
+    this.edited(card);
+  }
+
+  /** Skips a question: an empty answer (no selection, no text) given on purpose. An edit (P2). */
+  skip(key: string, questionId: string): void {
+    const card = this.editable(key);
+    const answer = card?.answers[questionId];
+    if (!card || !answer) return;
+    answer.selected = [];
+    answer.custom = "";
+    answer.skipped = true;
     this.edited(card);
   }
 
@@ -498,6 +513,7 @@ export class QuestionCards {
       intent: card.intent,
       status: card.call?.status,
       visible: card.visible,
+      live: card.live !== undefined && card.live.outcome === undefined,
       channel,
       canSubmit: channel !== "none" && !locked,
       busy,
@@ -507,7 +523,7 @@ export class QuestionCards {
       notice: card.call?.status === "continued" || card.expired ? Text.workContinued : undefined,
       hint: this.hintOf(card, channel, busy, queued),
       message: card.message,
-      draft: Object.fromEntries(Object.entries(card.answers).map(([id, a]) => [id, { selected: [...a.selected], custom: a.custom }])),
+      draft: Object.fromEntries(Object.entries(card.answers).map(([id, a]) => [id, a.skipped ? { selected: [], custom: "", skipped: true } : { selected: [...a.selected], custom: a.custom }])),
       page: card.page,
       disposition: card.disposition,
       queued,

@@ -27,6 +27,8 @@ export interface DraftAnswer {
   selected: string[];
   /** Free text; "" when none. */
   custom: string;
+  /** The user chose Skip: an empty answer on purpose, not one left unanswered. */
+  skipped?: boolean;
 }
 
 export interface Draft {
@@ -165,7 +167,7 @@ function parseDraft(raw: string): Draft | undefined {
   const answers: Record<string, DraftAnswer> = {};
   for (const [id, a] of Object.entries(value.answers)) {
     if (!isRecord(a) || !isStringArray(a.selected) || typeof a.custom !== "string") return undefined;
-    answers[id] = { selected: a.selected, custom: a.custom };
+    answers[id] = a.skipped === true ? { selected: a.selected, custom: a.custom, skipped: true } : { selected: a.selected, custom: a.custom };
   }
   const draft: Draft = { answers, page: value.page, savedAt: value.savedAt };
   if (disposition) draft.disposition = disposition;

@@ -10,6 +10,8 @@
 //   toolRowState    the ask_user_question row: waiting, continued, queued,
 //                   answered, closed, cancelled, interrupted (P5).
 //   readReply       the late-reply node, identified by source (G1, G2).
+//   form            validation, Enter to advance, plan review (M8), the
+//                   countdown's live-region text, reply summaries.
 //   Text            every string these modules show.
 //
 // Time comes from an injected Clock, storage from an injected Storage, and
@@ -35,6 +37,8 @@ export { Countdown } from "./countdown";
 export type { CountdownOptions, CountdownPhase, Disposition } from "./countdown";
 export { callDraftKey, defaultMaxAgeMs, DraftStore } from "./drafts";
 export type { Draft, DraftAnswer, DraftStoreOptions } from "./drafts";
+export { advancesOnEnter, announcement, answerText, firstProblem, planReview, planReviewIntent, questionProblem, replySummary, replyText } from "./form";
+export type { KeyPress, PlanReview } from "./form";
 export { isQuestionReply, pair, readReply } from "./reply";
 export type { ReplyItem, ReplyView } from "./reply";
 export { seconds, Text } from "./text";

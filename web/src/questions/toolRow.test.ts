@@ -18,6 +18,10 @@ describe("question tool row (P5)", () => {
     expect(toolRowState({ callId: "c1", view: view([call("c1", "open")]) })).toMatchObject({ kind: "waiting", label: Text.rowWaiting, action: undefined });
   });
 
+  it("P4: an open call whose panel this Client hid offers to show it again", () => {
+    expect(toolRowState({ callId: "c1", view: view([call("c1", "open")]), panelHidden: true })).toMatchObject({ kind: "waiting", action: "show", actionLabel: Text.rowShowAction });
+  });
+
   it("a continued call says the answer is still available and offers to answer", () => {
     expect(toolRowState({ callId: "c1", view: view([call("c1", "continued")]), result: pending })).toMatchObject({
       kind: "continued",

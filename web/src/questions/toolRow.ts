@@ -21,8 +21,9 @@ export type ToolRowKind = "waiting" | "continued" | "queued" | "answered" | "clo
  * - `answer`: reopen the answer panel (a continued question, P4).
  * - `view-answers`: expand the read-only transcript of a queued reply (P5).
  * - `view`: open a read-only panel with the recorded answers (P5).
+ * - `show`: show a hidden panel whose request is still waiting (P4).
  */
-export type ToolRowAction = "answer" | "view-answers" | "view";
+export type ToolRowAction = "answer" | "view-answers" | "view" | "show";
 
 export interface ToolRowState {
   kind: ToolRowKind;
@@ -48,6 +49,8 @@ export interface ToolRowInput {
   result?: ToolResult | undefined;
   /** The call's Turn ended without recording a result. */
   turnEnded?: boolean;
+  /** This Client holds the waiting request's panel hidden; the row can show it again (P4). */
+  panelHidden?: boolean;
 }
 
 export function toolRowState(input: ToolRowInput): ToolRowState {
@@ -56,7 +59,7 @@ export function toolRowState(input: ToolRowInput): ToolRowState {
   if (settled) return answered(settled.questions, settled.answers, settled.late);
 
   const call = view?.active.find((c) => c.callId === callId);
-  if (call?.status === "open") return row("waiting", Text.rowWaiting);
+  if (call?.status === "open") return input.panelHidden ? row("waiting", Text.rowWaiting, "show", Text.rowShowAction) : row("waiting", Text.rowWaiting);
   if (call?.status === "continued") {
     if (call.queued) {
       return { ...row("queued", Text.rowQueued, "view-answers", Text.viewAnswers), items: pair(call.questions, call.queued.answers) };

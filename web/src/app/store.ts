@@ -1,0 +1,37 @@
+// The page's state outside the question cards: the connection status, the
+// watched Sessions and what arrived for them. Components subscribe to it
+// and to QuestionCards, and re-render on either.
+
+import type { QuestionCards } from "../questions";
+import { SessionDirectory } from "./sessions";
+
+export class AppStore {
+  readonly sessions: readonly string[];
+  readonly directory: SessionDirectory;
+  readonly cards: QuestionCards;
+  /** Whether a token was found; without one nothing connects. */
+  readonly hasToken: boolean;
+  status = "Starting…";
+  private readonly listeners = new Set<() => void>();
+
+  constructor(sessions: readonly string[], cards: QuestionCards, hasToken: boolean) {
+    this.sessions = sessions;
+    this.directory = new SessionDirectory(sessions);
+    this.cards = cards;
+    this.hasToken = hasToken;
+  }
+
+  subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  };
+
+  setStatus(text: string): void {
+    this.status = text;
+    this.changed();
+  }
+
+  changed(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}

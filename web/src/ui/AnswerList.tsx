@@ -1,0 +1,16 @@
+import type { ReplyItem } from "../questions/reply";
+import { answerText } from "../questions/form";
+
+/** A read-only list of questions and the answers given to them. */
+export function AnswerList({ items, label, id }: { items: readonly ReplyItem[]; label: string; id?: string }) {
+  return (
+    <dl class="answers" id={id} aria-label={label}>
+      {items.map((i) => (
+        <div class={`answer${i.skipped ? " skipped" : ""}`} key={i.id}>
+          <dt>{i.question}</dt>
+          <dd>{answerText(i)}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
