@@ -175,9 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				break more
 			}
 		}
-		// A batch that started is finished even when ctx ends meanwhile:
-		// its writes are safe to complete and cheaper than a redelivery.
-		w.foldBatch(context.WithoutCancel(ctx), batch)
+		w.foldBatch(ctx, batch)
 	}
 }
 
@@ -194,7 +192,12 @@ type delivery struct {
 }
 
 // foldBatch groups a batch by Session and folds each group with one write.
+// A batch that started is finished even when ctx ends meanwhile (its
+// writes are safe to complete and cheaper than a redelivery), but not
+// past AckWait, when the server hands its events out again anyway.
 func (w *Worker) foldBatch(ctx context.Context, batch []jetstream.Msg) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.AckWait)
+	defer cancel()
 	groups := make(map[string][]delivery)
 	var order []string
 	for _, m := range batch {

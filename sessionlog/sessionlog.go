@@ -94,6 +94,10 @@ func (l *Log) Read(ctx context.Context, sid string, after uint64) (evts []events
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       after + 1,
 		InactiveThreshold: 5 * time.Second,
+		// The default retries creating the consumer forever, ignoring ctx,
+		// so a closed connection would hang the read; 3 attempts ride out
+		// a cluster leader election.
+		MaxResetAttempts: 3,
 	})
 	if err != nil {
 		return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
