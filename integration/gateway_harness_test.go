@@ -39,7 +39,7 @@ const (
 	gwTokenBo  = "token-bo"
 )
 
-func newGWWorld(t *testing.T, limits gateway.Limits) *gwWorld {
+func newGWWorld(t testing.TB, limits gateway.Limits) *gwWorld {
 	t.Helper()
 	w := &gwWorld{fgWorld: newFGWorld(t)}
 	w.sessions = sessionlog.New(w.env.JS, w.env.Topology.Sessions)
@@ -121,7 +121,7 @@ type gwEvent struct {
 // gwClient is a WebSocket Client of the gateway, as a browser would be.
 // A reader goroutine keeps every frame; tests take them by predicate.
 type gwClient struct {
-	t  *testing.T
+	t  testing.TB
 	ws *websocket.Conn
 
 	mu     sync.Mutex

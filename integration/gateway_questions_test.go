@@ -297,3 +297,25 @@ func TestGatewayCallsReachTheServiceAndKeepItsErrors(t *testing.T) {
 	ana.send(map[string]any{"type": "call", "id": "c3", "method": "userQuestions.view", "params": map[string]any{"session": "s1"}})
 	ana.take("UNAVAILABLE", gwError("c3", "UNAVAILABLE"))
 }
+
+// A gateway that dies takes its Clients' claims with it within the release
+// bound: they are NATS consumers held through its connection, and no
+// heartbeat is needed to notice (DESIGN, liveness without heartbeats).
+func TestGatewayDeathReleasesItsClaimsWithinTheBound(t *testing.T) {
+	t.Parallel()
+	w := newGWWorld(t, gateway.Limits{})
+	ana := w.dial(gwTokenAna)
+	ana.welcome()
+	ana.watchLive("w1", "s1")
+	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
+	ana.take("the request", gwType("request"))
+	ana.attach("s1", "s1", "call-1")
+	require.Eventually(t, func() bool { return fgTimers(w.clock) == 0 }, fgPatience, time.Millisecond)
+
+	lost := time.Now()
+	w.gwConn.Close() // the gateway's NATS connection is gone, as if its process died
+	require.Eventually(t, func() bool { return fgTimers(w.clock) == 1 }, fgPatience, time.Millisecond,
+		"the Host deadline runs again once NATS has dropped the claim")
+	assert.Less(t, time.Since(lost), fgBound+5*time.Second, "within the release bound, with slack for a loaded machine")
+	fgPendingOnly(t, done)
+}
