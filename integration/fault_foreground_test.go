@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -32,7 +33,7 @@ const fgSlack = 3 * time.Second
 
 // fgProcBinary builds cmd/faultproc for this test; the build cache makes
 // every build after the first one quick.
-func fgProcBinary(t *testing.T) string {
+func fgProcBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "faultproc")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/holdover-dev/holdover/integration/cmd/faultproc").CombinedOutput()
@@ -43,13 +44,14 @@ func fgProcBinary(t *testing.T) string {
 // fgProc is a running faultproc process.
 type fgProc struct {
 	cmd    *exec.Cmd
+	said   string // what followed "ready" on its first line
 	stderr bytes.Buffer
 	mu     sync.Mutex
 }
 
 // fgStart starts faultproc with args and waits for its "ready" line. The
 // process is killed when the test ends, and its log shown if it failed.
-func fgStart(t *testing.T, bin string, args ...string) *fgProc {
+func fgStart(t testing.TB, bin string, args ...string) *fgProc {
 	t.Helper()
 	p := &fgProc{cmd: exec.Command(bin, args...)}
 	p.cmd.Stderr = &lockedWriter{mu: &p.mu, buf: &p.stderr}
@@ -67,9 +69,11 @@ func fgStart(t *testing.T, bin string, args ...string) *fgProc {
 	ready := make(chan error, 1)
 	go func() {
 		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err == nil && line != "ready\n" {
+		rest, ok := strings.CutPrefix(line, "ready")
+		if err == nil && !ok {
 			err = fmt.Errorf("faultproc said %q", line)
 		}
+		p.said = strings.TrimSpace(rest)
 		ready <- err
 	}()
 	select {

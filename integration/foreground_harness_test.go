@@ -29,7 +29,7 @@ const fgPatience = 15 * time.Second
 // server, its Host deadlines on a fake clock, and an agent Client on its
 // own connection.
 type fgWorld struct {
-	t      *testing.T
+	t      testing.TB
 	env    *embeddedtest.Env
 	clock  *clockwork.FakeClock
 	worker *userquestions.Service
@@ -37,7 +37,7 @@ type fgWorld struct {
 	log    *slog.Logger
 }
 
-func newFGWorld(t *testing.T) *fgWorld {
+func newFGWorld(t testing.TB) *fgWorld {
 	t.Helper()
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	w := &fgWorld{
@@ -151,7 +151,7 @@ func (w *fgWorld) ask(ctx context.Context, c *userquestions.Client, req holdover
 	return done
 }
 
-func fgWait(t *testing.T, done <-chan fgResult) fgResult {
+func fgWait(t testing.TB, done <-chan fgResult) fgResult {
 	t.Helper()
 	select {
 	case r := <-done:
@@ -163,7 +163,7 @@ func fgWait(t *testing.T, done <-chan fgResult) fgResult {
 }
 
 // fgPendingOnly asserts the call is still waiting.
-func fgPendingOnly(t *testing.T, done <-chan fgResult) {
+func fgPendingOnly(t testing.TB, done <-chan fgResult) {
 	t.Helper()
 	select {
 	case r := <-done:
@@ -188,7 +188,7 @@ func (r *fgRecorder) Cancel(d *userquestions.Delivery, reason string) {
 	r.cancels <- fgCancel{requestID: d.RequestID, reason: reason}
 }
 
-func (r *fgRecorder) next(t *testing.T) *userquestions.Delivery {
+func (r *fgRecorder) next(t testing.TB) *userquestions.Delivery {
 	t.Helper()
 	select {
 	case d := <-r.requests:
@@ -199,7 +199,7 @@ func (r *fgRecorder) next(t *testing.T) *userquestions.Delivery {
 	}
 }
 
-func (r *fgRecorder) cancel(t *testing.T) fgCancel {
+func (r *fgRecorder) cancel(t testing.TB) fgCancel {
 	t.Helper()
 	select {
 	case c := <-r.cancels:
@@ -211,7 +211,7 @@ func (r *fgRecorder) cancel(t *testing.T) fgCancel {
 }
 
 // claim attaches to d's wait and returns the claim with its one frame.
-func fgClaim(t *testing.T, d *userquestions.Delivery) (*userquestions.Claim, time.Duration) {
+func fgClaim(t testing.TB, d *userquestions.Delivery) (*userquestions.Claim, time.Duration) {
 	t.Helper()
 	c, err := d.AttachWait(context.Background())
 	require.NoError(t, err)
@@ -222,7 +222,7 @@ func fgClaim(t *testing.T, d *userquestions.Delivery) (*userquestions.Claim, tim
 	return c, remaining
 }
 
-func fgClosed(t *testing.T, c *userquestions.Claim) {
+func fgClosed(t testing.TB, c *userquestions.Claim) {
 	t.Helper()
 	select {
 	case <-c.Closed():

@@ -1,12 +1,20 @@
-// Command faultproc is a process the fault tests start and SIGKILL: a
-// question worker, or an agent with many calls waiting. It exists only for
-// integration/fault_*_test.go and is never shipped.
+// Command faultproc is a process the fault tests and the foreground
+// benchmarks start and SIGKILL, so that what it held is released by NATS
+// alone, and so that a benchmark measures one process without the others'
+// memory. It exists only for integration/ and is never shipped.
 //
-//	faultproc worker -nats URL [-bound 1s]
-//	faultproc agent  -nats URL -session S -instance I -epoch E [-timed N] [-keyed N]
+//	faultproc worker  -nats URL [-bound 1s]
+//	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N]
+//	faultproc server  -store DIR
+//	faultproc claimer -nats URL -session S [-bound 1s] [-claims N] [-timed N -instance I -epoch E]
 //
-// Each prints "ready" on stdout once it serves or has sent every call, and
-// then runs until it is killed.
+// A worker serves the question service. An agent sends its askTimed and
+// keyed ask calls and waits on them. A server runs an embedded NATS server.
+// A claimer watches the Session and holds a claim on each of the first N
+// requests; with -timed it also sends the calls, as an agent would, so a
+// whole load runs in one process. Each prints "ready" on stdout (the
+// server adds its URL) once it serves, has sent every call or holds every
+// claim, and then runs until it is killed.
 package main
 
 import (
@@ -15,12 +23,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 )
@@ -38,7 +48,15 @@ func main() {
 	epoch := fs.Uint64("epoch", 0, "agent: live-root epoch")
 	timed := fs.Int("timed", 0, "agent: askTimed calls to wait on")
 	keyed := fs.Int("keyed", 0, "agent: keyed blocking asks to wait on")
+	claims := fs.Int("claims", 1, "claimer: requests to claim")
+	store := fs.String("store", "", "server: JetStream store folder")
 	_ = fs.Parse(os.Args[2:])
+	if os.Args[1] == "server" {
+		if err := serve(*store); err != nil {
+			fail(err)
+		}
+		select {}
+	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	nc, err := nats.Connect(*url, nats.Name("faultproc-"+os.Args[1]))
@@ -50,6 +68,13 @@ func main() {
 		err = worker(nc, *bound, log)
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed)
+		fmt.Println("ready")
+	case "claimer":
+		err = claimer(nc, *bound, log, *session, *claims, func() {
+			if *timed > 0 {
+				agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, 0)
+			}
+		})
 	default:
 		err = fmt.Errorf("unknown role %q", os.Args[1])
 	}
@@ -105,5 +130,72 @@ func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref
 			log.Error("a call ended before the agent was killed", "err", err)
 		}()
 	}
-	fmt.Println("ready")
 }
+
+// serve runs an embedded server with no consumer limit: every claim is one.
+func serve(store string) error {
+	srv, err := embedded.Start(embedded.Options{StoreDir: store, MaxConsumers: -1})
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready", srv.ClientURL())
+	return nil
+}
+
+// claimer holds a claim, with its frame received, on each of the first n
+// requests of sid; ask runs once the claimer watches the Session.
+func claimer(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, n int, ask func()) error {
+	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: bound, Log: log})
+	if err != nil {
+		return err
+	}
+	h := &claiming{log: log, left: n, attaching: make(chan struct{}, 64)}
+	h.framed.Add(n)
+	if _, err := a.Watch(context.Background(), sid, h); err != nil {
+		return err
+	}
+	ask()
+	h.framed.Wait()
+	fmt.Println("ready")
+	return nil
+}
+
+// claiming claims each delivered request until it holds enough, a few
+// attaches at a time, without holding up the watch.
+type claiming struct {
+	log       *slog.Logger
+	attaching chan struct{}
+	framed    sync.WaitGroup
+
+	mu   sync.Mutex
+	left int
+}
+
+func (h *claiming) Request(d *userquestions.Delivery) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.left == 0 {
+		return
+	}
+	h.left--
+	go h.claim(d)
+}
+
+func (h *claiming) claim(d *userquestions.Delivery) {
+	h.attaching <- struct{}{}
+	defer func() { <-h.attaching }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := d.AttachWait(ctx) // held until the process dies
+	if err != nil {
+		h.log.Error("attach", "err", err)
+		return
+	}
+	if _, err := c.Remaining(ctx); err != nil {
+		h.log.Error("claim frame", "err", err)
+		return
+	}
+	h.framed.Done()
+}
+
+func (h *claiming) Cancel(*userquestions.Delivery, string) {}
