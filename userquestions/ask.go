@@ -35,9 +35,12 @@ const (
 	// headerFrame marks the accepted frame ("accepted").
 	headerFrame   = "Holdover-Frame"
 	frameAccepted = "accepted"
-	// headerOwnerStopped marks the final reply of a wait its worker ended
-	// by stopping: the caller treats it as the loss of the owner.
+	// headerOwnerStopped marks a reply from a worker that is stopping or
+	// lost NATS: stoppedEndedWait when it ended the call's wait, which the
+	// caller takes as the loss of the owner; any other value when it
+	// refused the call before a wait existed, which the caller asks again.
 	headerOwnerStopped = "Holdover-Owner-Stopped"
+	stoppedEndedWait   = "ended"
 )
 
 // The requests the owner of a wait takes from its caller on
@@ -255,9 +258,9 @@ func abandon(waits []*liveWait) {
 		lw.stopped = true
 		lw.mu.Unlock()
 		if lw.kind == timedWait {
-			lw.w.Reject(holdover.New(holdover.CodeAskTimedOut, "the question worker stopped; the question stays answerable"))
+			lw.w.Reject(holdover.New(holdover.CodeAskTimedOut, "the question worker stopped or lost NATS; the question stays answerable"))
 		} else {
-			lw.w.Reject(holdover.New(holdover.CodeInternal, "the question worker stopped before the question was answered; ask again"))
+			lw.w.Reject(holdover.New(holdover.CodeInternal, "the question worker stopped or lost NATS before the question was answered; ask again"))
 		}
 	}
 }
@@ -347,13 +350,13 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 	if err := holdover.ValidateQuestions(a.questions); err != nil {
 		return err
 	}
+	if req.reply == "" {
+		return holdover.New(holdover.CodeBadRequest, "a question needs a reply subject to answer on")
+	}
 	if a.agent != nil {
 		if err := fg.s.roots.Check(ctx, a.session, *a.agent); err != nil {
 			return err
 		}
-	}
-	if req.reply == "" {
-		return holdover.Newf(holdover.CodeBadRequest, "%s needs a reply subject to answer on", opAsk)
 	}
 	w, err := fg.reg.Start(context.Background(), waiter.Key{Session: a.session, CallID: a.callID}, a.timeout)
 	if err != nil {
@@ -380,14 +383,16 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 	fg.replies.Add(1)
 	context.AfterFunc(w.Context(), func() { fg.finish(lw) })
 
+	if err := fg.wf.publish(&lw.req); err != nil {
+		w.Reject(err)
+	}
+	// After the request, which is what the latency is measured by: a
+	// reply that overtakes this frame simply ends the call first.
 	if lw.caller != "" {
 		fg.sendAccepted(lw)
 		if firstOfCaller {
 			go fg.checkCaller(lw.caller)
 		}
-	}
-	if err := fg.wf.publish(&lw.req); err != nil {
-		w.Reject(err)
 	}
 	return nil
 }
@@ -482,7 +487,7 @@ func (fg *foreground) finish(lw *liveWait) {
 		if msg.Header == nil {
 			msg.Header = nats.Header{}
 		}
-		msg.Header.Set(headerOwnerStopped, "true")
+		msg.Header.Set(headerOwnerStopped, stoppedEndedWait)
 	}
 	lw.mu.Unlock()
 	if perr := fg.nc.PublishMsg(msg); perr != nil {

@@ -254,7 +254,6 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 	}
 
 	var lost <-chan struct{}
-	owned := false // an accepted frame arrived: a wait exists
 	unwatch := func() {}
 	defer func() { unwatch() }()
 	for {
@@ -265,22 +264,21 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 				pc.owner, pc.requestID = acc.Owner, acc.RequestID
 				pc.mu.Unlock()
 				lost, unwatch = cs.owners.watch(ctx, acc.Owner)
-				owned = true
 				continue
 			}
 			cs.forget(pc)
-			return reply(ctx, op, m, owned)
+			return reply(ctx, op, m)
 		case <-lost:
 			cs.forget(pc)
 			// A reply that arrived as the owner was judged lost still wins.
 			if m, ok := pendingReply(pc); ok {
-				return reply(ctx, op, m, owned)
+				return reply(ctx, op, m)
 			}
 			return nil, errOwnerLost
 		case <-pc.ended:
 			cs.forget(pc)
 			if m, ok := pendingReply(pc); ok {
-				return reply(ctx, op, m, owned)
+				return reply(ctx, op, m)
 			}
 			pc.mu.Lock()
 			defer pc.mu.Unlock()
@@ -288,6 +286,21 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 		case <-ctx.Done():
 			cs.abandon(pc)
 			return nil, aborted(ctx)
+		}
+	}
+}
+
+// pendingAccepted takes an accepted frame already queued for pc, if there
+// is one, dropping anything else queued: its caller has stopped waiting.
+func pendingAccepted(pc *pendingCall) (accepted, bool) {
+	for {
+		select {
+		case m := <-pc.frames:
+			if acc, ok := acceptedFrame(m); ok {
+				return acc, true
+			}
+		default:
+			return accepted{}, false
 		}
 	}
 }
@@ -316,15 +329,17 @@ func acceptedFrame(m *nats.Msg) (accepted, bool) {
 }
 
 // reply reads a call's final message: the result, the service's error, no
-// worker at all, or the reply of a worker that stopped, which ended the
-// wait if owned, and else refused the call before any wait existed.
-func reply(ctx context.Context, op string, m *nats.Msg, owned bool) (*nats.Msg, error) {
-	switch {
-	case isNoResponders(m):
+// worker at all, or the reply of a worker that stopped, which either ended
+// the call's wait or refused the call before any wait existed.
+func reply(ctx context.Context, op string, m *nats.Msg) (*nats.Msg, error) {
+	if isNoResponders(m) {
 		return nil, transportError(ctx, op, nats.ErrNoResponders)
-	case m.Header.Get(headerOwnerStopped) != "" && owned:
+	}
+	switch m.Header.Get(headerOwnerStopped) {
+	case "":
+	case stoppedEndedWait:
 		return nil, errOwnerLost
-	case m.Header.Get(headerOwnerStopped) != "":
+	default:
 		return nil, errRefused
 	}
 	if err := replyError(m); err != nil {
@@ -377,7 +392,11 @@ func (cs *callerSide) abandon(pc *pendingCall) {
 	pc.mu.Lock()
 	owner, id := pc.owner, pc.requestID
 	if owner == "" {
-		pc.abandoned = true
+		if acc, ok := pendingAccepted(pc); ok {
+			owner, id = acc.Owner, acc.RequestID
+		} else {
+			pc.abandoned = true // onReply sends the abort when the frame comes
+		}
 	}
 	pc.mu.Unlock()
 	if owner != "" {
@@ -409,10 +428,11 @@ func (cs *callerSide) onReply(m *nats.Msg) {
 	if pc == nil {
 		return // the call ended; a late reply has nobody to go to
 	}
+	// Under pc.mu, so that abandon either sees this frame queued or has
+	// marked the call abandoned before it is queued.
 	pc.mu.Lock()
-	abandoned := pc.abandoned
-	pc.mu.Unlock()
-	if abandoned {
+	defer pc.mu.Unlock()
+	if pc.abandoned {
 		cs.forget(pc)
 		if acc, ok := acceptedFrame(m); ok {
 			go cs.sendAbort(acc.Owner, acc.RequestID)

@@ -110,6 +110,15 @@ type watchedLease struct {
 
 func (w *watchedLease) end() { w.once.Do(func() { close(w.lost) }) }
 
+func (w *watchedLease) ended() bool {
+	select {
+	case <-w.lost:
+		return true
+	default:
+		return false
+	}
+}
+
 func newLeaseWatcher(nc *nats.Conn, js jetstream.JetStream, log *slog.Logger) *leaseWatcher {
 	return &leaseWatcher{nc: nc, js: js, log: log, watched: make(map[string]*watchedLease)}
 }
@@ -118,13 +127,14 @@ func newLeaseWatcher(nc *nats.Conn, js jetstream.JetStream, log *slog.Logger) *l
 // gone, and the function that ends this use of the watch.
 func (w *leaseWatcher) watch(ctx context.Context, name string) (<-chan struct{}, func()) {
 	w.mu.Lock()
-	wl, ok := w.watched[name]
-	if ok {
+	// A lease already seen lost may have been held again under its name
+	// (a worker back from a long disconnect): that is a new watch.
+	if wl, ok := w.watched[name]; ok && !wl.ended() {
 		wl.refs++
 		w.mu.Unlock()
 		return wl.lost, w.unwatch(name, wl)
 	}
-	wl = &watchedLease{refs: 1, lost: make(chan struct{})}
+	wl := &watchedLease{refs: 1, lost: make(chan struct{})}
 	w.watched[name] = wl
 	w.mu.Unlock()
 
