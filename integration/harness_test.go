@@ -59,7 +59,7 @@ func (l *sessionLogs) last(sid string) uint64 {
 // It retries through server trouble (a cluster electing a new leader);
 // when a retry finds that an attempt it gave up on was stored after all,
 // it counts that one.
-func (l *sessionLogs) append(ctx context.Context, sid string, rec record) (uint64, error) {
+func (l *sessionLogs) append(ctx context.Context, sid string, rec logRecord) (uint64, error) {
 	after := l.last(sid)
 	data := rec.raw
 	var ev events.Event
@@ -91,7 +91,7 @@ func (l *sessionLogs) append(ctx context.Context, sid string, rec record) (uint6
 	}
 }
 
-func (l *sessionLogs) publish(ctx context.Context, sid string, after uint64, rec record, ev events.Event, data []byte) (uint64, error) {
+func (l *sessionLogs) publish(ctx context.Context, sid string, after uint64, rec logRecord, ev events.Event, data []byte) (uint64, error) {
 	if rec.body != nil {
 		return l.log.Append(ctx, sid, after, ev)
 	}
@@ -182,13 +182,17 @@ func viewJSON(v projection.View) string {
 	return string(data)
 }
 
-// waitConverged waits, watching the bucket, until every Session's stored
-// View equals the fold of its whole log. After timeout it fails the test
-// and names each Session that differs.
-func waitConverged(t testing.TB, kv jetstream.KeyValue, logs *sessionLogs, timeout time.Duration) {
+// waitConverged waits, watching the bucket, until the stored View of
+// every Session in sids (all Sessions when none is named) equals the fold
+// of its whole log. After timeout it fails the test and names each
+// Session that differs.
+func waitConverged(t testing.TB, kv jetstream.KeyValue, logs *sessionLogs, timeout time.Duration, sids ...string) {
 	t.Helper()
+	if len(sids) == 0 {
+		sids = logs.ids()
+	}
 	want := map[string]string{}
-	for _, sid := range logs.ids() {
+	for _, sid := range sids {
 		want[sid] = viewJSON(logs.want(sid, 0))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -283,18 +287,18 @@ type fleet struct {
 	url     string
 	cfg     projection.WorkerConfig
 	metrics *ops.Metrics
-	members map[int]*member
+	members map[int]*fleetWorker
 	next    int
 }
 
-type member struct {
+type fleetWorker struct {
 	nc     *nats.Conn
 	cancel context.CancelFunc
 	done   chan error
 }
 
 func newFleet(t testing.TB, url string, cfg projection.WorkerConfig) *fleet {
-	f := &fleet{t: t, url: url, cfg: cfg, metrics: ops.NewMetrics(), members: map[int]*member{}}
+	f := &fleet{t: t, url: url, cfg: cfg, metrics: ops.NewMetrics(), members: map[int]*fleetWorker{}}
 	f.cfg.Metrics = f.metrics
 	if f.cfg.Logger == nil {
 		f.cfg.Logger = slog.New(slog.DiscardHandler)
@@ -321,7 +325,7 @@ func (f *fleet) start() int {
 	require.NoError(f.t, err)
 	w := projection.NewWorker(projection.NewStore(js, sessions, kv), f.cfg)
 	ctx, cancel := context.WithCancel(ctx)
-	m := &member{nc: nc, cancel: cancel, done: make(chan error, 1)}
+	m := &fleetWorker{nc: nc, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- w.Run(ctx) }()
 	f.next++
 	f.members[f.next] = m
@@ -361,7 +365,7 @@ func (f *fleet) ids() []int {
 func (f *fleet) String() string { return fmt.Sprint(f.ids()) }
 
 // value reads a counter.
-func value(c prometheus.Counter) float64 {
+func counterValue(c prometheus.Counter) float64 {
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {
 		panic(err)

@@ -31,3 +31,12 @@ func (c LogConfig) Logger(w io.Writer) (*slog.Logger, error) {
 	}
 	return nil, fmt.Errorf("log format %q: want text or json", c.Format)
 }
+
+// Err is the log attribute of err: its message only. Errors built with
+// the error library carry stack traces that slog would print in full.
+func Err(err error) slog.Attr {
+	if err == nil {
+		return slog.String("err", "")
+	}
+	return slog.String("err", err.Error())
+}

@@ -36,7 +36,7 @@ func (c NATSConfig) Connect(name string, logger *slog.Logger, extra ...nats.Opti
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: this process closed the connection
-				logger.Warn("disconnected from NATS", "err", err)
+				logger.Warn("disconnected from NATS", Err(err))
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {

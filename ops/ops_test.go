@@ -95,6 +95,11 @@ func TestLogConfigChoosesFormat(t *testing.T) {
 	logger.Info("hello", "k", "v")
 	assert.Contains(t, buf.String(), "msg=hello k=v")
 
+	buf.Reset()
+	logger.Warn("failed", ops.Err(holdover.New(holdover.CodeInternal, "disk full")))
+	assert.Contains(t, buf.String(), "err=\"disk full\"")
+	assert.NotContains(t, buf.String(), "stack trace", "logs carry the message, not the stack")
+
 	_, err = ops.LogConfig{Format: "xml"}.Logger(io.Discard)
 	assert.ErrorContains(t, err, `log format "xml"`)
 }

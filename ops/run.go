@@ -39,7 +39,7 @@ func Run(ctx context.Context, logger *slog.Logger, components ...Component) erro
 			if err == nil {
 				logger.Warn("component returned early; stopping the process", "component", c.Name)
 			} else {
-				logger.Error("component failed; stopping the process", "component", c.Name, "err", err)
+				logger.Error("component failed; stopping the process", "component", c.Name, Err(err))
 			}
 			once.Do(func() { first = err })
 			stop()

@@ -39,7 +39,8 @@ type WorkerConfig struct {
 	// must use the same value: it is part of the shared consumer.
 	AckWait time.Duration
 	// RetryDelay is how long a Session whose fold failed waits before its
-	// events are delivered again; default 1 s.
+	// events are delivered again; default 1 s. It doubles with each
+	// further failure of the same events, up to 64 times.
 	RetryDelay time.Duration
 	// Metrics receives the worker's counters; nil keeps them private.
 	Metrics *ops.Metrics
@@ -142,7 +143,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	},
 		jetstream.PullMaxMessages(2*w.cfg.Batch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			w.log.Warn("consumer trouble", "err", err)
+			w.log.Warn("consumer trouble", ops.Err(err))
 		}))
 	if err != nil {
 		return holdover.Newf(holdover.CodeInternal, "consume %s: %v", w.cfg.Durable, err)
@@ -189,6 +190,8 @@ type delivery struct {
 	prev    uint64
 	hasPrev bool
 	stored  time.Time
+	// attempt counts deliveries of this event, 1 the first time.
+	attempt uint64
 }
 
 // foldBatch groups a batch by Session and folds each group with one write.
@@ -232,17 +235,17 @@ func (w *Worker) receive(m jetstream.Msg) (string, delivery, bool) {
 	}
 	e, err := events.Decode(m.Data())
 	if err != nil {
-		w.log.Warn("passing over an event that does not decode", "session", sid, "seq", meta.Sequence.Stream, "code", holdover.CodeOf(err), "err", err)
+		w.log.Warn("passing over an event that does not decode", "session", sid, "seq", meta.Sequence.Stream, "code", holdover.CodeOf(err), ops.Err(err))
 		w.metrics.Error("projection", err)
 		e = events.Event{}
 	}
 	e.Seq = meta.Sequence.Stream
 	prev, hasPrev := sessionlog.Prev(m.Headers())
-	return sid, delivery{msg: m, event: e, prev: prev, hasPrev: hasPrev, stored: meta.Timestamp}, true
+	return sid, delivery{msg: m, event: e, prev: prev, hasPrev: hasPrev, stored: meta.Timestamp, attempt: meta.NumDelivered}, true
 }
 
 func (w *Worker) terminate(m jetstream.Msg, err error) {
-	w.log.Error("dropping a message that is not a Session event", "subject", m.Subject(), "err", err)
+	w.log.Error("dropping a message that is not a Session event", "subject", m.Subject(), ops.Err(err))
 	w.metrics.Error("projection", err)
 	_ = m.Term()
 }
@@ -281,11 +284,27 @@ func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
 		w.conflicts.Inc()
 		cur, err = w.load(ctx, sid)
 	}
-	w.log.Error("fold failed; retrying later", "session", sid, "events", len(ds), "code", holdover.CodeOf(err), "err", err)
+	delay := w.retryDelay(ds)
+	w.log.Error("fold failed; retrying later", "session", sid, "events", len(ds), "retry_in", delay, "code", holdover.CodeOf(err), ops.Err(err))
 	w.metrics.Error("projection", err)
 	for _, d := range ds {
-		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+		_ = d.msg.NakWithDelay(delay)
 	}
+}
+
+// maxRetryDoublings caps the backoff of a Session that keeps failing at
+// 64 × RetryDelay.
+const maxRetryDoublings = 6
+
+// retryDelay doubles RetryDelay with each delivery of the most retried
+// event, so a Session that cannot be written (a View over the bucket's
+// value limit, say) costs the worker less and less time.
+func (w *Worker) retryDelay(ds []delivery) time.Duration {
+	var attempt uint64 = 1
+	for _, d := range ds {
+		attempt = max(attempt, d.attempt)
+	}
+	return w.cfg.RetryDelay << min(attempt-1, maxRetryDoublings)
 }
 
 // load reads sid's stored View. An unreadable value is logged and
@@ -293,7 +312,7 @@ func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
 func (w *Worker) load(ctx context.Context, sid string) (entry, error) {
 	e, err := w.store.load(ctx, sid)
 	if err == nil && e.unreadable != nil {
-		w.log.Warn("stored View is unreadable; refolding the Session from its log", "session", sid, "err", e.unreadable)
+		w.log.Warn("stored View is unreadable; refolding the Session from its log", "session", sid, ops.Err(e.unreadable))
 		w.metrics.Error("projection", e.unreadable)
 	}
 	return e, err

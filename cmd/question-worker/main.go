@@ -41,7 +41,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, natsCfg, cfg); err != nil {
-		logger.Error("question worker stopped", "err", err)
+		logger.Error("question worker stopped", ops.Err(err))
 		os.Exit(1)
 	}
 }
