@@ -19,10 +19,10 @@ const (
 	readFileSchema  = `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`
 )
 
-// record is one entry to append to a Session log: a typed body, or raw
+// logRecord is one entry to append to a Session log: a typed body, or raw
 // bytes for what no well-behaved writer produces (an unknown type from a
 // newer version, invalid JSON).
-type record struct {
+type logRecord struct {
 	body events.Body
 	raw  []byte
 }
@@ -57,8 +57,8 @@ func (a *agentScript) id(prefix string) string {
 }
 
 // script returns the next n records.
-func (a *agentScript) script(n int) []record {
-	out := make([]record, 0, n)
+func (a *agentScript) script(n int) []logRecord {
+	out := make([]logRecord, 0, n)
 	for len(out) < n {
 		out = append(out, a.next()...)
 	}
@@ -66,14 +66,14 @@ func (a *agentScript) script(n int) []record {
 }
 
 // next returns the records of one agent action.
-func (a *agentScript) next() []record {
+func (a *agentScript) next() []logRecord {
 	if a.turn == "" {
 		a.turn = a.id("turn")
-		return []record{{body: &events.TurnStart{Turn: a.turn}}}
+		return []logRecord{{body: &events.TurnStart{Turn: a.turn}}}
 	}
 	type action struct {
 		weight int
-		do     func() []record
+		do     func() []logRecord
 	}
 	actions := []action{
 		{3, a.header},
@@ -87,7 +87,7 @@ func (a *agentScript) next() []record {
 		{1, a.discard},
 		{1, a.userMessage},
 		{1, a.assistant},
-		{1, func() []record { return []record{{body: &events.StepEnd{Turn: a.turn, Step: a.n}}} }},
+		{1, func() []logRecord { return []logRecord{{body: &events.StepEnd{Turn: a.turn, Step: a.n}}} }},
 		{1, a.endTurn},
 		{1, a.unreadable},
 	}
@@ -108,7 +108,7 @@ func (a *agentScript) next() []record {
 	panic("unreachable")
 }
 
-func (a *agentScript) header() []record {
+func (a *agentScript) header() []logRecord {
 	tools := []events.ToolSchema{{Name: "read_file", InputSchema: json.RawMessage(readFileSchema)}, {Name: "run_code", InputSchema: json.RawMessage(runCodeSchema)}}
 	switch a.r.IntN(8) {
 	case 0, 1, 2, 3, 4:
@@ -118,7 +118,7 @@ func (a *agentScript) header() []record {
 	default:
 		tools = nil // a tool-less request
 	}
-	return []record{{body: &events.RequestHeader{Turn: a.turn, Model: "scripted", Tools: tools}}}
+	return []logRecord{{body: &events.RequestHeader{Turn: a.turn, Model: "scripted", Tools: tools}}}
 }
 
 func (a *agentScript) questions() []holdover.Question {
@@ -132,7 +132,7 @@ func (a *agentScript) questions() []holdover.Question {
 
 // ask calls ask_user_question: usually valid, sometimes with a reused call
 // id or malformed arguments.
-func (a *agentScript) ask() []record {
+func (a *agentScript) ask() []logRecord {
 	callID := a.id("call")
 	if len(a.askedIDs) > 0 && a.r.IntN(10) == 0 {
 		callID = a.askedIDs[a.r.IntN(len(a.askedIDs))] // reuse an earlier call id (D3)
@@ -153,7 +153,7 @@ func (a *agentScript) ask() []record {
 	}
 	a.remember(callID, qs)
 	a.open = append(a.open, callID)
-	return []record{{body: &events.ToolCall{Turn: a.turn, CallID: callID, Name: holdover.ToolName, Arguments: args}}}
+	return []logRecord{{body: &events.ToolCall{Turn: a.turn, CallID: callID, Name: holdover.ToolName, Arguments: args}}}
 }
 
 func (a *agentScript) remember(callID string, qs []holdover.Question) {
@@ -177,13 +177,13 @@ func (a *agentScript) answers(callID string, skip bool) []holdover.Answer {
 	return out
 }
 
-func pendingText(callID string) string {
+func pendingResultText(callID string) string {
 	data, _ := json.Marshal(holdover.Pending{Pending: true, CallID: callID, Message: "No answer batch arrived before the timeout; this is pending, not a skipped answer."})
 	return string(data)
 }
 
 // result settles the oldest open call one of the ways D3 reads.
-func (a *agentScript) result() []record {
+func (a *agentScript) result() []logRecord {
 	if len(a.open) == 0 {
 		return nil
 	}
@@ -192,7 +192,7 @@ func (a *agentScript) result() []record {
 	r := &events.ToolResult{Turn: a.turn, CallID: callID, Name: holdover.ToolName}
 	switch a.r.IntN(10) {
 	case 0, 1, 2:
-		r.Content = events.Text(pendingText(callID))
+		r.Content = events.Text(pendingResultText(callID))
 		a.paused = append(a.paused, callID)
 	case 3, 4:
 		r.Content = events.Text(holdover.Batch{Answers: a.answers(callID, false)}.String())
@@ -208,19 +208,19 @@ func (a *agentScript) result() []record {
 	default:
 		r.Content = events.Text(`{"answers":[{"id":"nope","selected":[]}]}`)
 	}
-	return []record{{body: r}}
+	return []logRecord{{body: r}}
 }
 
-func (a *agentScript) otherTool() []record {
+func (a *agentScript) otherTool() []logRecord {
 	callID := a.id("read")
-	return []record{
+	return []logRecord{
 		{body: &events.ToolCall{Turn: a.turn, CallID: callID, Name: "read_file", Arguments: json.RawMessage(`{"path":"main.go"}`)}},
 		{body: &events.ToolResult{Turn: a.turn, CallID: callID, Name: "read_file", Content: events.Text("package main\n")}},
 	}
 }
 
 // dispatch runs ask_user_question from inside run_code (D4).
-func (a *agentScript) dispatch() []record {
+func (a *agentScript) dispatch() []logRecord {
 	parent, callID := a.id("run"), a.id("sub")
 	qs := a.questions()
 	a.remember(callID, qs)
@@ -228,14 +228,14 @@ func (a *agentScript) dispatch() []record {
 	d := &events.PTCDispatch{Turn: a.turn, ParentCallID: parent, CallID: callID, Name: holdover.ToolName, Arguments: args}
 	switch a.r.IntN(4) {
 	case 0, 1:
-		d.Content = events.Text(pendingText(callID))
+		d.Content = events.Text(pendingResultText(callID))
 		a.paused = append(a.paused, callID)
 	case 2:
 		d.Content = events.Text(holdover.Batch{Answers: a.answers(callID, false)}.String())
 	default:
 		d.Content, d.IsError = events.Text("failed"), true
 	}
-	return []record{
+	return []logRecord{
 		{body: &events.ToolCall{Turn: a.turn, CallID: parent, Name: "run_code", Arguments: json.RawMessage(`{"code":"ask()"}`)}},
 		{body: d},
 		{body: &events.ToolResult{Turn: a.turn, CallID: parent, Name: "run_code", Content: events.Text("done")}},
@@ -258,7 +258,7 @@ func (a *agentScript) pick(list []string) (string, bool) {
 }
 
 // splice puts a late reply to a paused call into the agent's inbox (D8).
-func (a *agentScript) splice() []record {
+func (a *agentScript) splice() []logRecord {
 	callID, ok := a.pick(a.paused)
 	if !ok {
 		return nil
@@ -266,65 +266,65 @@ func (a *agentScript) splice() []record {
 	messageID := a.id("reply")
 	a.replyTo[messageID] = callID
 	a.queued = append(a.queued, messageID)
-	return []record{{body: &events.InboxSpliced{Turn: a.turn, Message: a.reply(messageID, callID), InboxSeq: uint64(a.n)}}}
+	return []logRecord{{body: &events.InboxSpliced{Turn: a.turn, Message: a.reply(messageID, callID), InboxSeq: uint64(a.n)}}}
 }
 
-func (a *agentScript) claim() []record {
+func (a *agentScript) claim() []logRecord {
 	messageID, ok := a.pick(a.queued)
 	if !ok {
 		return nil
 	}
-	return []record{{body: &events.InboxClaimed{Turn: a.turn, MessageID: messageID}}}
+	return []logRecord{{body: &events.InboxClaimed{Turn: a.turn, MessageID: messageID}}}
 }
 
 // admit records a queued reply as a user message, which settles its call (D5).
-func (a *agentScript) admit() []record {
+func (a *agentScript) admit() []logRecord {
 	messageID, ok := a.pick(a.queued)
 	if !ok {
 		return nil
 	}
-	a.queued = remove(a.queued, messageID)
+	a.queued = withoutString(a.queued, messageID)
 	m := a.reply(messageID, a.replyTo[messageID])
 	if a.r.IntN(6) == 0 {
 		m.Content = events.Text("{garbled") // unreadable recorded text settles with an empty batch
 	}
-	return []record{{body: &events.UserMessage{Turn: a.turn, Message: m}}}
+	return []logRecord{{body: &events.UserMessage{Turn: a.turn, Message: m}}}
 }
 
-func (a *agentScript) discard() []record {
+func (a *agentScript) discard() []logRecord {
 	messageID, ok := a.pick(a.queued)
 	if !ok {
 		return nil
 	}
-	a.queued = remove(a.queued, messageID)
-	return []record{{body: &events.InboxDiscarded{Turn: a.turn, MessageID: messageID, Reason: "cancelled"}}}
+	a.queued = withoutString(a.queued, messageID)
+	return []logRecord{{body: &events.InboxDiscarded{Turn: a.turn, MessageID: messageID, Reason: "cancelled"}}}
 }
 
-func (a *agentScript) userMessage() []record {
-	return []record{{body: &events.UserMessage{Turn: a.turn, Message: events.Message{ID: a.id("user"), Role: "user", Content: events.Text("carry on"), Source: events.Source{Kind: events.SourceUser}}}}}
+func (a *agentScript) userMessage() []logRecord {
+	return []logRecord{{body: &events.UserMessage{Turn: a.turn, Message: events.Message{ID: a.id("user"), Role: "user", Content: events.Text("carry on"), Source: events.Source{Kind: events.SourceUser}}}}}
 }
 
-func (a *agentScript) assistant() []record {
-	return []record{{body: &events.AssistantMessage{Turn: a.turn, ID: a.id("text"), Content: events.Text("Working on it.")}}}
+func (a *agentScript) assistant() []logRecord {
+	return []logRecord{{body: &events.AssistantMessage{Turn: a.turn, ID: a.id("text"), Content: events.Text("Working on it.")}}}
 }
 
 // endTurn closes the Turn; replies it did not admit are released (D8).
-func (a *agentScript) endTurn() []record {
+func (a *agentScript) endTurn() []logRecord {
 	turn := a.turn
 	a.turn, a.queued = "", nil
-	return []record{{body: &events.TurnEnd{Turn: turn, Reason: "done"}}}
+	return []logRecord{{body: &events.TurnEnd{Turn: turn, Reason: "done"}}}
 }
 
 // unreadable is what this version cannot read: a type from a newer one,
 // or a message that is not JSON at all. Both are passed over.
-func (a *agentScript) unreadable() []record {
+func (a *agentScript) unreadable() []logRecord {
 	if a.r.IntN(2) == 0 {
-		return []record{{raw: fmt.Appendf(nil, `{"type":"future/thing","at":%q,"data":{"x":%d}}`, time.Now().UTC().Format(time.RFC3339Nano), a.n)}}
+		return []logRecord{{raw: fmt.Appendf(nil, `{"type":"future/thing","at":%q,"data":{"x":%d}}`, time.Now().UTC().Format(time.RFC3339Nano), a.n)}}
 	}
-	return []record{{raw: []byte(`{"type":"tool/call","data":{`)}}
+	return []logRecord{{raw: []byte(`{"type":"tool/call","data":{`)}}
 }
 
-func remove(list []string, s string) []string {
+func withoutString(list []string, s string) []string {
 	out := list[:0]
 	for _, x := range list {
 		if x != s {

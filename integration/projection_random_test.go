@@ -92,8 +92,8 @@ func TestProjectionConvergesThroughRestartsCrashesRedeliveryAndTwoWorkers(t *tes
 	requirePrefixFolds(t, logs, values)
 	t.Logf("%d events, %d values written, %d crashes, %d consumer resets, %.0f CAS conflicts, %.0f catch-ups",
 		logs.count(), len(values), crashes, resets,
-		value(workers.metrics.KVConflicts.WithLabelValues(streams.QuestionsBucket)),
-		value(workers.metrics.CatchUps.WithLabelValues(projection.DefaultDurable)))
+		counterValue(workers.metrics.KVConflicts.WithLabelValues(streams.QuestionsBucket)),
+		counterValue(workers.metrics.CatchUps.WithLabelValues(projection.DefaultDurable)))
 
 	for _, sid := range logs.ids() {
 		_, folded, equal, err := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions).Check(ctx, sid)
