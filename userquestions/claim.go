@@ -63,12 +63,6 @@ func releaseBound(d time.Duration) time.Duration {
 	return max(d, MinReleaseBound)
 }
 
-// claimRef is a parsed claim consumer name.
-type claimRef struct {
-	key  waiter.Key
-	name string
-}
-
 // newClaimName returns the consumer name and the frame subject of a new
 // claim on the wait of (sid, callID).
 func newClaimName(sid, callID string) (name, subject string, err error) {
@@ -97,22 +91,22 @@ func frameSubject(name string) (string, bool) {
 	return claimTopic + parts[1] + "." + parts[2] + "." + parts[3], true
 }
 
-// parseClaim reads a claim consumer name; ok is false for leases and for
-// any name newClaimName would not have made.
-func parseClaim(name string) (claimRef, bool) {
+// parseClaim reads the wait a claim consumer name claims; ok is false for
+// leases and for any name newClaimName would not have made.
+func parseClaim(name string) (waiter.Key, bool) {
 	parts := strings.Split(name, nameSep)
 	// The Session id and the claim id (a nuid) are both plain tokens.
 	if len(parts) != 4 || parts[0] != claimKind || streams.CheckSession(parts[1]) != nil || streams.CheckSession(parts[3]) != nil {
-		return claimRef{}, false
+		return waiter.Key{}, false
 	}
 	call, err := streams.FromToken(parts[2])
 	if err != nil {
-		return claimRef{}, false
+		return waiter.Key{}, false
 	}
 	if tok, err := streams.Token(call); err != nil || tok != parts[2] {
-		return claimRef{}, false // not the one spelling Token gives: a subject could differ
+		return waiter.Key{}, false // not the one spelling Token gives: a subject could differ
 	}
-	return claimRef{key: waiter.Key{Session: parts[1], CallID: call}, name: name}, true
+	return waiter.Key{Session: parts[1], CallID: call}, true
 }
 
 // claimFrame is one message the Host sends into a claim: the one
@@ -252,6 +246,7 @@ func (c *Claim) Remaining(ctx context.Context) (time.Duration, error) {
 }
 
 // Closed is closed when the Host closes the claim: the request settled.
+// The Host has deleted the consumer; Release then drops the subscription.
 func (c *Claim) Closed() <-chan struct{} { return c.closed }
 
 // Release gives the claim up: the Host deadline runs again, from what is

@@ -35,7 +35,6 @@ const (
 
 // lease is a liveness lease this process holds.
 type lease struct {
-	id   string
 	name string
 	sub  *nats.Subscription
 	js   jetstream.JetStream
@@ -49,7 +48,7 @@ func holdLease(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, role,
 	if id == "" {
 		id = nuid.Next()
 	}
-	l := &lease{id: id, name: leaseName(role, id), js: js}
+	l := &lease{name: leaseName(role, id), js: js}
 	sub, err := holdConsumer(ctx, nc, js, l.name, leaseTopic+id, bound, map[string]string{"role": role}, func(*nats.Msg) {})
 	if err != nil {
 		return nil, err

@@ -36,19 +36,19 @@ func (fg *foreground) onAdvisory(m *nats.Msg) {
 // claimed handles a new claim consumer. Claims on other workers' waits,
 // and on waits that have ended, get no frame (W3).
 func (fg *foreground) claimed(name string) {
-	ref, ok := parseClaim(name)
+	key, ok := parseClaim(name)
 	if !ok {
 		return
 	}
-	if lw := fg.keyed(ref.key); lw != nil {
+	if lw := fg.keyed(key); lw != nil {
 		fg.addClaim(lw, name)
 	}
 }
 
 // deleted handles a vanished claim or lease.
 func (fg *foreground) deleted(name string) {
-	if ref, ok := parseClaim(name); ok {
-		fg.releaseClaim(ref.key, name)
+	if key, ok := parseClaim(name); ok {
+		fg.releaseClaim(key, name)
 		return
 	}
 	if name == fg.leaseName {
@@ -202,8 +202,8 @@ func (fg *foreground) reconcileClaims(ctx context.Context) {
 	}
 	claimsOf := make(map[waiter.Key][]string)
 	for name := range names {
-		if ref, ok := parseClaim(name); ok {
-			claimsOf[ref.key] = append(claimsOf[ref.key], name)
+		if key, ok := parseClaim(name); ok {
+			claimsOf[key] = append(claimsOf[key], name)
 		}
 	}
 

@@ -19,9 +19,9 @@ func TestClaimNamesCarryTheirWait(t *testing.T) {
 		name, subject, err := newClaimName("s-1_A", call)
 		require.NoError(t, err, call)
 		assert.NotContains(t, name, ".", "a consumer name never holds a dot")
-		ref, ok := parseClaim(name)
+		key, ok := parseClaim(name)
 		require.True(t, ok, name)
-		assert.Equal(t, waiter.Key{Session: "s-1_A", CallID: call}, ref.key)
+		assert.Equal(t, waiter.Key{Session: "s-1_A", CallID: call}, key)
 		got, ok := frameSubject(name)
 		require.True(t, ok)
 		assert.Equal(t, subject, got)
@@ -62,9 +62,9 @@ func FuzzClaimName(f *testing.F) {
 			require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 			return
 		}
-		ref, ok := parseClaim(name)
+		key, ok := parseClaim(name)
 		require.True(t, ok, name)
-		require.Equal(t, waiter.Key{Session: sid, CallID: call}, ref.key)
+		require.Equal(t, waiter.Key{Session: sid, CallID: call}, key)
 		got, ok := frameSubject(name)
 		require.True(t, ok)
 		require.Equal(t, subject, got)
@@ -79,12 +79,12 @@ func FuzzParseClaim(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		ref, ok := parseClaim(name)
+		key, ok := parseClaim(name)
 		if !ok {
 			return
 		}
-		require.NoError(t, streams.CheckSession(ref.key.Session))
-		require.NotEmpty(t, ref.key.CallID)
+		require.NoError(t, streams.CheckSession(key.Session))
+		require.NotEmpty(t, key.CallID)
 		_, ok = frameSubject(name)
 		require.True(t, ok)
 	})
