@@ -80,5 +80,10 @@ func (a *Agent) serveDiscard(ctx context.Context) (*nats.Subscription, error) {
 	if err != nil {
 		return nil, holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", subject, err)
 	}
+	// Flush, so the server has the subscription by the time the agent runs.
+	if err := a.rt.nc.FlushTimeout(flushTimeout); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", subject, err)
+	}
 	return sub, nil
 }

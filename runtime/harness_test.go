@@ -130,13 +130,22 @@ func (h *harness) events(sid string) []events.Event {
 // await waits until Session sid's log satisfies done, and returns it.
 func (h *harness) await(sid string, what string, done func([]events.Event) bool) []events.Event {
 	h.t.Helper()
-	var evts []events.Event
-	require.Eventually(h.t, func() bool {
-		evts = h.events(sid)
-		return done(evts)
-	}, 10*time.Second, 2*time.Millisecond, "%s; the log is:\n%s", what, describe(evts))
-	return evts
+	deadline := time.Now().Add(patience)
+	for {
+		evts := h.events(sid)
+		switch {
+		case done(evts):
+			return evts
+		case time.Now().After(deadline):
+			h.t.Fatalf("waited %s for %s; the log is:\n%s", patience, what, describe(evts))
+		}
+		time.Sleep(2 * time.Millisecond) // poll the log; JetStream reads are cheap
+	}
 }
+
+// patience bounds every wait for something that must happen; it only
+// turns a hang into a failure.
+const patience = 10 * time.Second
 
 // awaitCount waits until the log holds n events of type typ.
 func (h *harness) awaitCount(sid string, typ events.Type, n int) []events.Event {

@@ -61,14 +61,11 @@ func TestSecondInstanceFencesOutTheFirst(t *testing.T) {
 func TestPoolResumesSessionsOnRequest(t *testing.T) {
 	h := start(t, "say Back.")
 	pool, leave := context.WithCancel(h.ctx)
-	go func() { _ = h.rt.Serve(pool) }()
+	_, err := h.rt.ServePool(pool)
+	require.NoError(t, err)
 
-	var instance string
-	require.Eventually(t, func() bool {
-		var err error
-		instance, err = liveroot.RequestResume(h.ctx, h.env.Conn, "s9")
-		return err == nil
-	}, 10*time.Second, 5*time.Millisecond)
+	instance, err := liveroot.RequestResume(h.ctx, h.env.Conn, "s9")
+	require.NoError(t, err)
 	require.Equal(t, "test-runtime", instance)
 	rec, live, err := h.service.Roots().Lookup(h.ctx, "s9")
 	require.NoError(t, err)

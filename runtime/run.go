@@ -143,6 +143,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	return rt, nil
 }
 
+// flushTimeout bounds the wait for the server to confirm a subscription.
+const flushTimeout = 10 * time.Second
+
 // Instance is the process's instance id in the live-root registry.
 func (rt *Runtime) Instance() string { return rt.instance }
 
@@ -227,10 +230,11 @@ func (rt *Runtime) forget(sid string, s *started) {
 	}
 }
 
-// Serve joins the resume pool until ctx ends: any instance of the pool
-// takes a request to resume a Session that has no live root (D7) and runs
-// it.
-func (rt *Runtime) Serve(ctx context.Context) error {
+// ServePool joins the resume pool: until ctx ends or stop is called, any
+// instance of the pool takes a request to resume a Session that has no
+// live root (D7) and runs that Session until ctx ends. It returns once this
+// instance is listening.
+func (rt *Runtime) ServePool(ctx context.Context) (stop func(), err error) {
 	sub, err := liveroot.ServeResume(ctx, rt.nc, func(ctx context.Context, sid string) (string, error) {
 		if _, err := rt.Start(ctx, sid); err != nil {
 			return "", err
@@ -238,11 +242,19 @@ func (rt *Runtime) Serve(ctx context.Context) error {
 		return rt.instance, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	<-ctx.Done()
-	_ = sub.Unsubscribe() // the connection may be closing too; nothing is left to clean
-	return nil
+	// A subscription is live once the server has it: flush, so a request
+	// sent right after ServePool returns finds this instance.
+	if err := rt.nc.FlushTimeout(flushTimeout); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, holdover.Newf(holdover.CodeInternal, "join the resume pool: %v", err)
+	}
+	leave := context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
+	return func() {
+		leave()
+		_ = sub.Unsubscribe() // a closed connection has nothing left to unsubscribe
+	}, nil
 }
 
 // Run serves the Session until ctx ends. A writer that appended to the log
