@@ -108,6 +108,8 @@ type liveWait struct {
 	caller string // the caller's lease, when it named one
 	seq    uint64 // registration order, for reconciliation
 
+	finishing sync.Once
+
 	mu      sync.Mutex
 	claims  []heldClaim
 	ended   bool // finish has taken the claims; later ones close at once
@@ -462,8 +464,15 @@ func removeFrom(m map[string]map[string]*liveWait, key, id string) {
 
 // finish runs once the wait has settled: it replies to the caller first
 // (that is the latency that matters), then tells the Session's answerers
-// the request ended and closes its claims (W4, W7).
+// the request ended and closes its claims (W4, W7). A Client's outcome
+// finishes its wait at once, on the goroutine that routed it; every other
+// ending reaches finish through the wait's context. Either way it runs
+// once.
 func (fg *foreground) finish(lw *liveWait) {
+	lw.finishing.Do(func() { fg.finishOnce(lw) })
+}
+
+func (fg *foreground) finishOnce(lw *liveWait) {
 	defer fg.replies.Done()
 	answers, settleErr := lw.w.Result(context.Background()) // settled: returns at once
 	fg.untrack(lw)
@@ -497,9 +506,18 @@ func (fg *foreground) finish(lw *liveWait) {
 	if cerr := fg.wf.cancel(lw.req.Session, CancelNotice{RequestID: lw.req.RequestID, CallID: lw.req.CallID, Reason: cancelReason(settleErr)}); cerr != nil {
 		fg.log.Warn("send cancel notice", "request", lw.req.RequestID, "err", cerr)
 	}
-	for _, c := range claims {
-		fg.closeClaim(c.name)
+	if len(claims) == 0 {
+		return
 	}
+	// Closing takes JetStream round trips; the outcomes of other waits must
+	// not queue behind them.
+	fg.replies.Add(1)
+	go func() {
+		defer fg.replies.Done()
+		for _, c := range claims {
+			fg.closeClaim(c.name)
+		}
+	}()
 }
 
 // inflight lists this worker's live requests of a Session. Every worker
@@ -533,8 +551,8 @@ func (fg *foreground) route(requestID string, m *nats.Msg) {
 	if isNoResponders(m) {
 		// Final only for a legacy ask: a timed wait waits out its deadline
 		// and a keyed blocking one waits for a Client to join (W6).
-		if lw.kind == legacyWait {
-			lw.w.NoProvider()
+		if lw.kind == legacyWait && lw.w.NoProvider() {
+			fg.finish(lw)
 		}
 		return
 	}
@@ -551,9 +569,13 @@ func (fg *foreground) route(requestID string, m *nats.Msg) {
 			fg.log.Warn("drop answer batch", "request", requestID, "err", err)
 			return
 		}
-		lw.w.Answer(out.Answers)
+		if lw.w.Answer(out.Answers) {
+			fg.finish(lw)
+		}
 	case OutcomeReject:
-		lw.w.Reject(&holdover.Error{Code: out.Error.Code, Message: out.Error.Message})
+		if lw.w.Reject(&holdover.Error{Code: out.Error.Code, Message: out.Error.Message}) {
+			fg.finish(lw)
+		}
 	case OutcomeDelegate:
 		fg.log.Debug("request delegated", "request", requestID)
 	}
