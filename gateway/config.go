@@ -60,7 +60,8 @@ type Limits struct {
 	MaxCalls int
 	// SendQueue is how many frames may wait to be written to one Client.
 	// A Client that falls further behind is disconnected; it reconnects and
-	// watches again from the last seq it has. 0 means 512.
+	// watches again from the last seq it has. A watch's history waits for
+	// room instead, so this bounds live bursts only. 0 means 256.
 	SendQueue int
 	// HelloTimeout is how long a new connection has to say hello. 0 means 10 s.
 	HelloTimeout time.Duration
@@ -92,7 +93,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxWatches, 32)
 	def(&l.MaxStreams, 64)
 	def(&l.MaxCalls, 16)
-	def(&l.SendQueue, 512)
+	def(&l.SendQueue, 256)
 	defDur(&l.HelloTimeout, 10*time.Second)
 	defDur(&l.WriteTimeout, 10*time.Second)
 	defDur(&l.CallTimeout, 10*time.Second)

@@ -15,11 +15,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -99,14 +97,7 @@ func run(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		return err
-	}
-	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	return ops.Run(ctx, logger, srv.Component(cfg.listen))
 }
 
 // stringList is a repeatable string flag.
