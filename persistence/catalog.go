@@ -11,6 +11,7 @@ import (
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // Catalog is the checked-in record of persisted shapes, oldest entry first.
@@ -45,25 +46,26 @@ func Load() (Catalog, error) {
 // that reaches a stream or a KV bucket belongs here.
 func Current(extra map[string]string) map[string]string {
 	shapes := map[string]string{
-		"events.Event":            Shape(events.Event{}),
-		"events.SourceKinds":      KindsShape(events.SourceKinds()),
-		"events.Message":          Shape(events.Message{}),
-		"events.Reply":            Shape(events.Reply{}),
-		"events.RequestHeader":    Shape(events.RequestHeader{}),
-		"events.AssistantMessage": Shape(events.AssistantMessage{}),
-		"events.ToolCall":         Shape(events.ToolCall{}),
-		"events.ToolResult":       Shape(events.ToolResult{}),
-		"events.PTCDispatch":      Shape(events.PTCDispatch{}),
-		"events.UserMessage":      Shape(events.UserMessage{}),
-		"events.InboxSpliced":     Shape(events.InboxSpliced{}),
-		"events.InboxClaimed":     Shape(events.InboxClaimed{}),
-		"events.InboxDiscarded":   Shape(events.InboxDiscarded{}),
-		"events.TurnStart":        Shape(events.TurnStart{}),
-		"events.TurnEnd":          Shape(events.TurnEnd{}),
-		"events.StepEnd":          Shape(events.StepEnd{}),
-		"projection.View":         Shape(projection.View{}),
-		"liveroot.Record":         Shape(liveroot.Record{}),
-		"inbox.Reservation":       Shape(inbox.Reservation{}),
+		"events.Event":             Shape(events.Event{}),
+		"events.SourceKinds":       KindsShape(events.SourceKinds()),
+		"events.Message":           Shape(events.Message{}),
+		"events.Reply":             Shape(events.Reply{}),
+		"events.RequestHeader":     Shape(events.RequestHeader{}),
+		"events.AssistantMessage":  Shape(events.AssistantMessage{}),
+		"events.ToolCall":          Shape(events.ToolCall{}),
+		"events.ToolResult":        Shape(events.ToolResult{}),
+		"events.PTCDispatch":       Shape(events.PTCDispatch{}),
+		"events.UserMessage":       Shape(events.UserMessage{}),
+		"events.InboxSpliced":      Shape(events.InboxSpliced{}),
+		"events.InboxClaimed":      Shape(events.InboxClaimed{}),
+		"events.InboxDiscarded":    Shape(events.InboxDiscarded{}),
+		"events.TurnStart":         Shape(events.TurnStart{}),
+		"events.TurnEnd":           Shape(events.TurnEnd{}),
+		"events.StepEnd":           Shape(events.StepEnd{}),
+		"projection.View":          Shape(projection.View{}),
+		"liveroot.Record":          Shape(liveroot.Record{}),
+		"inbox.Reservation":        Shape(inbox.Reservation{}),
+		"userquestions.ClaimFrame": Shape(userquestions.ClaimFrame{}),
 	}
 	for k, v := range extra {
 		shapes[k] = v

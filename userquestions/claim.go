@@ -109,10 +109,12 @@ func parseClaim(name string) (waiter.Key, bool) {
 	return waiter.Key{Session: parts[1], CallID: call}, true
 }
 
-// claimFrame is one message the Host sends into a claim: the one
+// ClaimFrame is one message the Host sends into a claim: the one
 // Host-computed remaining time (W3), or the closing frame (W4).
-// RemainingMs is -1 for a wait without a Host deadline.
-type claimFrame struct {
+// RemainingMs is -1 for a wait without a Host deadline. It is stored in
+// the claims stream until delivered, so its shape is in the persistence
+// catalog (D10).
+type ClaimFrame struct {
 	RemainingMs *int64 `json:"remainingMs,omitempty"`
 	Closed      bool   `json:"closed,omitempty"`
 }
@@ -122,7 +124,7 @@ func remainingFrame(d time.Duration) []byte {
 	if d != waiter.NoDeadline {
 		ms = d.Milliseconds()
 	}
-	data, _ := json.Marshal(claimFrame{RemainingMs: &ms}) // a pointer to an int always encodes
+	data, _ := json.Marshal(ClaimFrame{RemainingMs: &ms}) // a pointer to an int always encodes
 	return data
 }
 
@@ -206,7 +208,7 @@ func attachWait(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, sid,
 }
 
 func (c *Claim) onFrame(m *nats.Msg) {
-	var f claimFrame
+	var f ClaimFrame
 	if json.Unmarshal(m.Data, &f) != nil {
 		return
 	}
