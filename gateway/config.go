@@ -32,7 +32,10 @@ type Config struct {
 	// OriginPatterns are the extra browser origins allowed to open the
 	// WebSocket; the gateway's own host is always allowed.
 	OriginPatterns []string
-	// Metrics receives the gateway's collectors; nil makes a fresh set.
+	// Metrics receives the gateway's collectors and is what /metrics
+	// serves; nil makes a fresh set. The collectors register once, so give
+	// each Server its own, or share one set with the process's other
+	// components (holdover dev).
 	Metrics *ops.Metrics
 	// Logger is the structured logger; nil is slog.Default().
 	Logger *slog.Logger

@@ -78,9 +78,6 @@ func New(cfg Config) (*Server, error) {
 // and "/metrics".
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Metrics are the collectors /metrics serves.
-func (s *Server) Metrics() *ops.Metrics { return s.metrics }
-
 // Serve serves HTTP on ln until ctx ends, then closes every WebSocket
 // connection (each releases its claims and delegates its requests) and
 // returns once they are all gone.
