@@ -1,7 +1,8 @@
 // Command question-worker runs Holdover's question worker against a NATS
 // server or cluster: it provisions the JetStream topology and folds the
-// Session logs into the userQuestions projection, serving /metrics and
-// /healthz. Run several against one cluster to scale out.
+// Session logs into the userQuestions projection, and serves the
+// userQuestions micro service (foreground waits, claims, late answers),
+// /metrics and /healthz. Run several against one cluster to scale out.
 //
 //	question-worker --nats nats://nats-1:4222,nats://nats-2:4222 --replicas 3
 package main
@@ -16,6 +17,7 @@ import (
 
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/userquestions"
 )
 
 func main() {
@@ -30,6 +32,8 @@ func main() {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", questionworker.DefaultMetricsAddr, "address of /metrics and /healthz")
 	fs.IntVar(&cfg.Streams.Replicas, "replicas", 1, "replicas per stream and bucket (3 on a cluster)")
 	fs.BoolVar(&cfg.Streams.Memory, "memory", false, "keep streams and buckets in memory (tests and demos only)")
+	fs.DurationVar(&cfg.Service.Foreground.ReleaseBound, "release-bound", userquestions.DefaultReleaseBound,
+		"how long after a Client, agent or worker disappears its claims and waits are released (at least 1s)")
 	_ = fs.Parse(os.Args[1:])
 
 	logger, err := logCfg.Logger(os.Stderr)

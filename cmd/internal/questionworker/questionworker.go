@@ -15,6 +15,7 @@ import (
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // Config configures a question worker.
@@ -23,6 +24,8 @@ type Config struct {
 	MetricsAddr string
 	// Streams says how the topology is stored when it is provisioned.
 	Streams streams.Config
+	// Service configures the userQuestions service (waits, claims, late answers).
+	Service userquestions.Config
 	Logger  *slog.Logger
 }
 
@@ -30,8 +33,8 @@ type Config struct {
 const DefaultMetricsAddr = "127.0.0.1:9464"
 
 // Components provisions the topology on js and returns the worker's parts
-// in start order: the metrics and health server, then the projection
-// worker. Pass them to [ops.Run].
+// in start order: the metrics and health server, the projection worker,
+// then the userQuestions service. Pass them to [ops.Run].
 func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg Config) ([]ops.Component, error) {
 	topo, err := streams.Provision(ctx, js, cfg.Streams)
 	if err != nil {
@@ -40,8 +43,19 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 	metrics := ops.NewMetrics()
 	store := projection.NewStore(js, topo.Sessions, topo.Questions)
 	worker := projection.NewWorker(store, projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
+	svcCfg := cfg.Service
+	svcCfg.Metrics = metrics
+	svc := userquestions.New(nc, js, topo, svcCfg, cfg.Logger.With("component", "userQuestions"))
 	return []ops.Component{
 		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc)), cfg.Logger),
 		{Name: "projection", Run: worker.Run},
+		{Name: "userQuestions", Run: func(ctx context.Context) error {
+			if err := svc.Start(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			svc.Stop()
+			return nil
+		}},
 	}, nil
 }
