@@ -64,8 +64,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
   NATS     %s  (JetStream files in %s)
   metrics  http://%s/metrics   health  http://%s/healthz
 
-Look at a Session's questions with the nats CLI:
-  nats --server %s kv get %s <session-id>
+Look at a Session's questions with the nats CLI (--raw prints the whole JSON):
+  nats --server %s kv get %s <session-id> --raw
   nats --server %s stream ls
 or with this binary:
   holdover inspect --nats %s <session-id>
