@@ -506,18 +506,16 @@ func (fg *foreground) finishOnce(lw *liveWait) {
 	if cerr := fg.wf.cancel(lw.req.Session, CancelNotice{RequestID: lw.req.RequestID, CallID: lw.req.CallID, Reason: cancelReason(settleErr)}); cerr != nil {
 		fg.log.Warn("send cancel notice", "request", lw.req.RequestID, "err", cerr)
 	}
-	if len(claims) == 0 {
-		return
-	}
-	// Closing takes JetStream round trips; the outcomes of other waits must
-	// not queue behind them.
-	fg.replies.Add(1)
-	go func() {
-		defer fg.replies.Done()
-		for _, c := range claims {
+	// Closing takes JetStream round trips, and up to the release bound for
+	// a Client that is gone: neither the outcomes of other waits nor the
+	// other claims queue behind it.
+	for _, c := range claims {
+		fg.replies.Add(1)
+		go func() {
+			defer fg.replies.Done()
 			fg.closeClaim(c.name)
-		}
-	}()
+		}()
+	}
 }
 
 // inflight lists this worker's live requests of a Session. Every worker

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/waiter"
 )
 
@@ -114,26 +115,56 @@ func (fg *foreground) releaseClaim(key waiter.Key, name string) {
 	}
 }
 
-func (fg *foreground) sendFrame(name string, data []byte) {
+// sendFrame stores a frame for the claim's consumer to deliver and returns
+// its stream sequence, or 0 if it could not be sent.
+func (fg *foreground) sendFrame(name string, data []byte) uint64 {
 	subject, ok := frameSubject(name)
 	if !ok {
-		return
+		return 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
 	defer cancel()
-	if _, err := fg.js.Publish(ctx, subject, data); err != nil {
+	ack, err := fg.js.Publish(ctx, subject, data)
+	if err != nil {
 		fg.log.Warn("send claim frame", "claim", name, "err", err)
+		return 0
 	}
+	return ack.Sequence
 }
 
 // closeClaim sends the closing frame, which a push consumer's holder needs
-// since it is not told of the deletion, and then deletes the consumer.
+// since it is not told of the deletion, and deletes the consumer once the
+// frame has left: deleted earlier, the frame would never be pushed.
 func (fg *foreground) closeClaim(name string) {
-	fg.sendFrame(name, closingFrame)
-	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
+	seq := fg.sendFrame(name, closingFrame)
+	ctx, cancel := context.WithTimeout(context.Background(), fg.bound+frameTimeout)
 	defer cancel()
+	if seq > 0 {
+		fg.awaitPushed(ctx, name, seq)
+	}
 	if err := deleteConsumer(ctx, fg.js, name); err != nil {
 		fg.log.Warn("delete claim", "claim", name, "err", err)
+	}
+}
+
+// awaitPushed waits until the claim consumer has pushed the message at
+// stream sequence seq, or has nobody to push it to, or is gone. The
+// consumer pushes within microseconds of the store, so this is normally one
+// look-up.
+func (fg *foreground) awaitPushed(ctx context.Context, name string, seq uint64) {
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		c, err := fg.js.PushConsumer(ctx, streams.ClaimsStream, name)
+		if err != nil {
+			return // gone, or unknowable now: delete as planned
+		}
+		if info := c.CachedInfo(); info.Delivered.Stream >= seq || !info.PushBound {
+			return
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
