@@ -448,7 +448,8 @@ func (w *Watch) resync() {
 
 // Close tears the watch down as a Client teardown must (W4): every live
 // request is delegated, releasing its claim, and the subscriptions end.
-// Closing again does nothing.
+// Closing again does nothing. It waits for the Handler, so it must not be
+// called from one.
 func (w *Watch) Close(ctx context.Context) error {
 	w.closing.Do(func() {
 		w.stopSync()
