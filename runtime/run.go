@@ -19,6 +19,7 @@ import (
 	"github.com/holdover-dev/holdover/runtime/ptc"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // Config configures a runtime process: its connection, its model and its
@@ -33,7 +34,8 @@ type Config struct {
 	// System is the system prompt of every request.
 	System string
 	// Ask configures ask_user_question (mode, default timeout); Questions is
-	// the question service it calls.
+	// the question service it calls, nil meaning a userquestions client on
+	// Conn that the Runtime closes with Close.
 	Ask       askuser.Config
 	Questions askuser.Service
 	// Tools are extra tools, offered after the runtime's own.
@@ -72,6 +74,9 @@ type Runtime struct {
 	tools      *toolset
 	childTools *toolset
 
+	// close releases what the Runtime made for itself: its question client.
+	close func()
+
 	mu      sync.Mutex
 	running map[string]*started
 }
@@ -90,8 +95,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, holdover.New(holdover.CodeBadRequest, "the runtime needs a NATS connection")
 	case cfg.Model == nil:
 		return nil, holdover.New(holdover.CodeBadRequest, "the runtime needs a model")
-	case cfg.Questions == nil:
-		return nil, holdover.New(holdover.CodeBadRequest, "the runtime needs a question service for ask_user_question")
 	}
 	if cfg.ChildModel == nil {
 		cfg.ChildModel = cfg.Model
@@ -131,12 +134,20 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	rt.sessions = sessionlog.New(rt.js, sessions)
 	rt.roots = liveroot.New(kv)
 
-	ask, err := NewAskTool(cfg.Ask, cfg.Questions)
+	questions := cfg.Questions
+	if questions == nil {
+		client := userquestions.NewClient(cfg.Conn, 0)
+		rt.close = client.Close
+		questions = client
+	}
+	ask, err := NewAskTool(cfg.Ask, questions)
 	if err != nil {
+		rt.Close()
 		return nil, err
 	}
 	own := []Tool{ask, runCodeTool{clock: rt.clock, timeout: cfg.CodeTimeout}, subagentTool{}, sleepTool{clock: rt.clock}}
 	if rt.tools, err = newToolset(append(own, cfg.Tools...)...); err != nil {
+		rt.Close()
 		return nil, err
 	}
 	rt.childTools = rt.tools.without(SubagentTool)
@@ -145,6 +156,15 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 
 // flushTimeout bounds the wait for the server to confirm a subscription.
 const flushTimeout = 10 * time.Second
+
+// Close releases the question client the Runtime made, which ends the
+// waits of its agents' open questions (ASK_ABORTED at the service). Stop
+// the agents first.
+func (rt *Runtime) Close() {
+	if rt.close != nil {
+		rt.close()
+	}
+}
 
 // Instance is the process's instance id in the live-root registry.
 func (rt *Runtime) Instance() string { return rt.instance }
@@ -159,6 +179,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	defer rt.Close()
 	a, err := rt.Open(ctx, cfg.Session)
 	if err != nil {
 		return err
@@ -260,15 +281,22 @@ func (rt *Runtime) ServePool(ctx context.Context) (stop func(), err error) {
 // Run serves the Session until ctx ends. A writer that appended to the log
 // meanwhile (a stale instance before it noticed) makes the agent rebuild
 // from the log and go on, as long as it is still the live root; an agent
-// that is no longer the live root stops. On a clean stop it releases the
-// live root, so the next answer for the Session resumes it in the pool.
+// that is no longer the live root stops. Whenever it stops it releases the
+// live root, so the next answer for the Session resumes it in the pool (D7).
 func (a *Agent) Run(ctx context.Context) error {
+	defer func() {
+		// Without it the registry would name a root that no longer runs,
+		// and an answer would not resume the Session. Releasing a
+		// registration that is no longer current changes nothing.
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := a.rt.roots.Release(release, a.sid, a.ref); err != nil {
+			a.log.Warn("release the live root", "err", err)
+		}
+	}()
 	for {
 		err := a.serve(ctx)
 		if ctx.Err() != nil {
-			release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = a.rt.roots.Release(release, a.sid, a.ref) // without it the registry names a dead root until the next resume
 			return nil
 		}
 		if !holdover.HasCode(err, holdover.CodeConflict) {
