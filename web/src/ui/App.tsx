@@ -1,6 +1,7 @@
 // The page: the Session list, or one Session's transcript with its
 // question cards beside it.
 
+import { useCallback } from "preact/hooks";
 import type { AppStore } from "../app/store";
 import { parseRoute, sessionHref } from "../app/boot";
 import type { SessionSummary } from "../app/sessions";
@@ -11,7 +12,7 @@ import { Transcript } from "./Transcript";
 
 export function App({ store }: { store: AppStore }) {
   useSubscription(store.subscribe);
-  useSubscription(store.cards.subscribe);
+  useSubscription(useCallback((listener: () => void) => store.cards.subscribe(listener), [store]));
   const route = parseRoute(useHash(), store.sessions);
   if (!store.hasToken) return <p class="hint">Open this page with ?token=&lt;access token&gt;&amp;session=&lt;Session id&gt;.</p>;
   if (store.sessions.length === 0) return <p class="hint">Name the Sessions to watch in the address: ?session=&lt;id&gt;[,&lt;id&gt;…].</p>;
