@@ -1,0 +1,391 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/gateway"
+	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/web"
+)
+
+// The browser tests drive the real web Client (web/dist, as the gateway
+// embeds it) in headless Chromium against the whole system: an embedded
+// NATS server, the question worker, a Go agent runtime playing a script
+// (agentWorld) and a gateway serving the UI on a loopback port. Every
+// state a test reaches is saved as a screenshot under
+// testdata/screenshots (git-ignored) for a person to look at.
+
+// browserPatience bounds every wait for something the page must show.
+const browserPatience = 20 * time.Second
+
+// browserToken is the one access token of the tests' gateway; it grants every Session.
+const browserToken = "browser-token"
+
+// chromiumPath finds Debian's chromium. Without it the browser tests skip
+// on a developer's machine and fail in CI (CI=true), where they must run.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed, and CI=true requires the browser tests to run: apt-get install -y chromium")
+	}
+	t.Skip("skipping the browser tests: chromium is not installed (apt-get install -y chromium); they run whenever it is, and always with CI=true")
+	return ""
+}
+
+// browserWorld is agentWorld (worker, projection, agent runtime) plus a
+// gateway serving the web Client, and a headless Chromium.
+type browserWorld struct {
+	*agentWorld
+	gw       *browserGateway
+	browser  context.Context // the Chromium process; tabs and browser contexts derive from it
+	shots    int
+	shotsDir string
+}
+
+func newBrowserWorld(t *testing.T, script string) *browserWorld {
+	t.Helper()
+	chromium := chromiumPath(t)
+	w := &browserWorld{agentWorld: newAgentWorld(t, script), shotsDir: filepath.Join("testdata", "screenshots")}
+	w.gw = &browserGateway{t: t, natsURL: w.env.Server.ClientURL(), addr: "127.0.0.1:0"}
+	w.gw.start()
+	t.Cleanup(w.gw.stop)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	// The first Run starts the browser; it lives as long as this context.
+	require.NoError(t, chromedp.Do(browser), "start chromium")
+	w.browser = browser
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+	})
+	require.NoError(t, os.MkdirAll(w.shotsDir, 0o755))
+	return w
+}
+
+// start runs Session sid's agent on a runtime of its own and starts its
+// first Turn with prompt. Unlike agentWorld.start, the agent stops when
+// the test ends before the connections it uses close, wherever the test
+// left it: a browser test often ends with a question still open.
+func (w *browserWorld) start(sid, prompt string) {
+	w.t.Helper()
+	rt := w.runtime("runtime-" + sid)
+	ctx, cancel := context.WithCancel(w.ctx)
+	a, err := rt.Open(ctx, sid)
+	require.NoError(w.t, err)
+	var running sync.WaitGroup
+	running.Go(func() {
+		if err := a.Run(ctx); err != nil {
+			w.t.Errorf("agent of %s stopped: %v", sid, err)
+		}
+	})
+	w.t.Cleanup(func() {
+		cancel()
+		running.Wait()
+	})
+	_, err = runtime.Steer(ctx, w.env.JS, sid, "", prompt)
+	require.NoError(w.t, err)
+}
+
+// browserGateway is a gateway serving the web Client on a fixed loopback
+// address, on a NATS connection of its own, so a test can kill it and
+// start it again where the page will reconnect.
+type browserGateway struct {
+	t       *testing.T
+	natsURL string
+	addr    string
+
+	mu       sync.Mutex
+	nc       *nats.Conn
+	answerer *userquestions.Answerer
+	cancel   context.CancelFunc
+	served   chan error
+}
+
+func (g *browserGateway) start() {
+	g.t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	quiet := slog.New(slog.DiscardHandler)
+	nc, err := nats.Connect(g.natsURL, nats.Name("browser-gateway"), nats.ReconnectWait(gateway.DefaultReconnectWait))
+	require.NoError(g.t, err)
+	_, js := embeddedtest.Connect(g.t, g.natsURL)
+	tokens, err := gateway.NewTokens(map[string]gateway.Grant{browserToken: {User: "browser", Sessions: []string{gateway.AllSessions}}})
+	require.NoError(g.t, err)
+	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{Log: quiet})
+	require.NoError(g.t, err)
+	srv, err := gateway.New(gateway.Config{
+		NATS:      nc,
+		JetStream: js,
+		Tokens:    tokens,
+		Services:  []gateway.Service{gateway.UserQuestions(answerer)},
+		Files:     web.Files(),
+		Logger:    quiet,
+	})
+	require.NoError(g.t, err)
+	// The address is fixed after the first start: a restarted gateway
+	// listens where the page reconnects. A port in TIME_WAIT may take a
+	// moment to free.
+	var ln net.Listener
+	require.Eventually(g.t, func() bool {
+		ln, err = net.Listen("tcp", g.addr)
+		return err == nil
+	}, browserPatience, 50*time.Millisecond, "listen on %s: %v", g.addr, err)
+	g.addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	g.nc, g.answerer, g.cancel, g.served = nc, answerer, cancel, served
+}
+
+// kill stops the gateway the hard way: its NATS connection drops first
+// (the claims it held are lost, as when the process dies), then its
+// WebSockets close.
+func (g *browserGateway) kill() {
+	g.t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cancel == nil {
+		return
+	}
+	g.nc.Close()
+	g.cancel()
+	if err := <-g.served; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+		g.t.Errorf("gateway stopped: %v", err)
+	}
+	g.answerer.Close()
+	g.cancel = nil
+}
+
+func (g *browserGateway) stop() { g.kill() }
+
+// pageURL is the address a person opens: the token and the Session in the query.
+func (g *browserGateway) pageURL(sid string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return fmt.Sprintf("http://%s/?token=%s&session=%s", g.addr, browserToken, sid)
+}
+
+// browserPage is one tab of the web Client.
+type browserPage struct {
+	w    *browserWorld
+	t    *testing.T
+	ctx  context.Context
+	name string
+
+	mu         sync.Mutex
+	exceptions []string
+}
+
+// open opens the Client for Session sid in a new tab. A tab of its own
+// browser context (isolated storage, like a second browser) when isolated.
+func (w *browserWorld) open(sid, name string, isolated bool) *browserPage {
+	w.t.Helper()
+	var opts []chromedp.ContextOption
+	if isolated {
+		opts = append(opts, chromedp.WithNewBrowserContext())
+	}
+	ctx, cancel := chromedp.NewContext(w.browser, opts...)
+	w.t.Cleanup(cancel)
+	// The first run creates the tab, which lives as long as the context of
+	// that run: this one, without a timeout.
+	require.NoError(w.t, chromedp.Do(ctx), "open a tab")
+	p := &browserPage{w: w, t: w.t, ctx: ctx, name: name}
+	// Every tab acts as the focused window, so focus and blur events fire
+	// as they do for a person, even with two tabs open.
+	p.do(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+		return err
+	}))
+	go p.watchConsole()
+	w.t.Cleanup(p.noExceptions)
+	p.do(chromedp.Navigate(w.gw.pageURL(sid)))
+	p.waitFor("the page to connect", `document.getElementById("status")?.textContent === "Connected"`)
+	return p
+}
+
+// watchConsole keeps the page's uncaught exceptions; a test fails on any.
+func (p *browserPage) watchConsole() {
+	for msg, err := range chromedp.Console(p.ctx) {
+		if err != nil {
+			return
+		}
+		if msg.IsException() {
+			p.mu.Lock()
+			p.exceptions = append(p.exceptions, msg.String())
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *browserPage) noExceptions() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.exceptions {
+		p.t.Errorf("page %s threw: %s", p.name, e)
+	}
+}
+
+func (p *browserPage) do(actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserPatience)
+	defer cancel()
+	require.NoError(p.t, chromedp.Do(ctx, actions...))
+}
+
+// eval evaluates a JavaScript expression in the page and decodes its value into out.
+func (p *browserPage) eval(expr string, out any) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserPatience)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr))
+	require.NoError(p.t, err, "evaluate %s", expr)
+	if out != nil {
+		require.NoError(p.t, json.Unmarshal(raw, out), "decode the value of %s: %s", expr, raw)
+	}
+}
+
+// str is the string value of a JavaScript expression.
+func (p *browserPage) str(expr string) string {
+	p.t.Helper()
+	var s string
+	p.eval(`String(`+expr+` ?? "")`, &s)
+	return s
+}
+
+// waitFor waits until the JavaScript expression is truthy, and on a timeout fails with a screenshot and the page's text.
+func (p *browserPage) waitFor(what, expr string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserPatience+5*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(browserPatience)))
+	if err != nil {
+		p.shot("timeout")
+		p.t.Fatalf("page %s: waited %s for %s (%s): %v\nthe page reads:\n%s", p.name, browserPatience, what, expr, err, p.str(`document.body.innerText`))
+	}
+}
+
+// click clicks the element like a person: a real mouse event at its centre.
+func (p *browserPage) click(css string) {
+	p.t.Helper()
+	p.waitFor("something to click at "+css, jsQuery(css)+` !== null`)
+	p.do(chromedp.Click(chromedp.CSS(css)))
+}
+
+// keys types keys into the focused element, or the element at css first.
+func (p *browserPage) keys(css, text string) {
+	p.t.Helper()
+	p.do(chromedp.SendKeys(chromedp.CSS(css), text))
+}
+
+// shot saves a screenshot of the page as testdata/screenshots/<test>-<n>-<page>-<state>.png.
+func (p *browserPage) shot(state string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserPatience)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Logf("screenshot %s: %v", state, err)
+		return
+	}
+	p.w.shots++
+	name := fmt.Sprintf("%s-%02d-%s-%s.png", strings.ReplaceAll(p.t.Name(), "/", "_"), p.w.shots, p.name, state)
+	require.NoError(p.t, os.WriteFile(filepath.Join(p.w.shotsDir, name), png, 0o644))
+}
+
+// bool is the truth of a JavaScript expression.
+func (p *browserPage) bool(expr string) bool {
+	p.t.Helper()
+	var b bool
+	p.eval(`Boolean(`+expr+`)`, &b)
+	return b
+}
+
+// holdSettles keeps the page's settle frames from leaving: an answer still
+// on its way to the Host, which a test lets go with releaseSettles. It
+// stands for transport latency, the race C4 is about.
+func (p *browserPage) holdSettles() {
+	p.t.Helper()
+	p.eval(`(() => {
+		const send = WebSocket.prototype.send;
+		window.__held = [];
+		WebSocket.prototype.send = function (data) {
+			if (typeof data === "string" && JSON.parse(data).type === "settle") { window.__held.push([this, data]); return; }
+			return send.call(this, data);
+		};
+		window.__release = () => { WebSocket.prototype.send = send; for (const [ws, data] of window.__held.splice(0)) send.call(ws, data); };
+		return true;
+	})()`, nil)
+}
+
+// releaseSettles sends the held settle frames.
+func (p *browserPage) releaseSettles() {
+	p.t.Helper()
+	p.eval(`(window.__release(), true)`, nil)
+}
+
+// count is the number of elements at css.
+func (p *browserPage) count(css string) int {
+	p.t.Helper()
+	var n int
+	p.eval(`document.querySelectorAll(`+jsString(css)+`).length`, &n)
+	return n
+}
+
+// countText is the number of elements at css whose text contains s.
+func (p *browserPage) countText(css, s string) int {
+	p.t.Helper()
+	var n int
+	p.eval(`[...document.querySelectorAll(`+jsString(css)+`)].filter((e) => e.textContent.includes(`+jsString(s)+`)).length`, &n)
+	return n
+}
+
+// jsQuery is document.querySelector(css) as JavaScript.
+func jsQuery(css string) string {
+	q, _ := json.Marshal(css)
+	return "document.querySelector(" + string(q) + ")"
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	q, _ := json.Marshal(s)
+	return string(q)
+}
