@@ -272,9 +272,19 @@ func (sc *scanner) peek() string {
 	return w
 }
 
-// text returns a quoted string, unquoted, or else the next word.
+// text returns a quoted string, unquoted, or else the next word. Double
+// quotes take Go escapes ("say \"hi\""); single quotes take the text up to
+// the next single quote as it is ('Which DB?').
 func (sc *scanner) text() (string, error) {
 	sc.skip()
+	if rest, ok := strings.CutPrefix(sc.s, "'"); ok {
+		text, after, closed := strings.Cut(rest, "'")
+		if !closed {
+			return "", holdover.Newf(holdover.CodeBadRequest, "unterminated quoted text '%s", rest)
+		}
+		sc.s = after
+		return text, nil
+	}
 	if !strings.HasPrefix(sc.s, `"`) {
 		w := sc.word()
 		if w == "" {
@@ -300,7 +310,7 @@ func (sc *scanner) list() ([]string, error) {
 	for {
 		sc.skip()
 		var item string
-		if strings.HasPrefix(sc.s, `"`) {
+		if strings.HasPrefix(sc.s, `"`) || strings.HasPrefix(sc.s, "'") {
 			var err error
 			if item, err = sc.text(); err != nil {
 				return nil, err

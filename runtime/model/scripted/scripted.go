@@ -6,7 +6,7 @@
 //
 //	say TEXT                         answer with text; this ends the Turn
 //	ask ID QUESTION [options A,B] [multi] [header TEXT] [and ID QUESTION ...] [timeout N]
-//	                                 call ask_user_question (QUESTION quoted when it has spaces)
+//	                                 call ask_user_question (QUESTION in "…" or '…' when it has spaces)
 //	call TOOL {JSON}                 call any tool with JSON arguments
 //	code JAVASCRIPT                  call run_code with the rest of the line
 //	subagent TASK                    call subagent with the rest of the line

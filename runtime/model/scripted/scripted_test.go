@@ -115,7 +115,8 @@ func TestCommandsBecomeToolCalls(t *testing.T) {
 	s, err := scripted.Parse(`call notes {"text": "hi"}
 code console.log(1 + 1)
 subagent find the config file
-ask q "Go on?" timeout -1`)
+ask q "Go on?" timeout -1
+ask q1 'Which DB?' options 'Postgres (Recommended)',b timeout 5`)
 	require.NoError(t, err)
 	c := &converse{t: t, m: s.Model()}
 	for _, want := range []struct{ name, args string }{
@@ -123,6 +124,7 @@ ask q "Go on?" timeout -1`)
 		{scripted.RunCodeTool, `{"code":"console.log(1 + 1)"}`},
 		{scripted.SubagentTool, `{"task":"find the config file"}`},
 		{holdover.ToolName, `{"questions":[{"id":"q","question":"Go on?"}],"timeout":-1}`},
+		{holdover.ToolName, `{"questions":[{"id":"q1","question":"Which DB?","options":[{"label":"Postgres (Recommended)"},{"label":"b"}]}],"timeout":5}`},
 	} {
 		got := c.next().ToolCalls[0]
 		require.Equal(t, want.name, got.Name)
@@ -166,7 +168,7 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 // can record (tool arguments are JSON objects, asks carry valid
 // questions) or fails with a BAD_REQUEST naming its line.
 func FuzzScript(f *testing.F) {
-	for _, seed := range []string{demo, "say hi", `ask q "A b" options "x, y",z multi and r "C" timeout -1`, "work 3 of 1ms", "on late answer ask q x", "child:\nsay {result}", `call t {"a":[1,{"b":null}]}`, "ask q \"\\u00e9\" options \"\\\"\""} {
+	for _, seed := range []string{demo, "say hi", `ask q "A b" options "x, y",z multi and r "C" timeout -1`, "work 3 of 1ms", "on late answer ask q x", "child:\nsay {result}", `call t {"a":[1,{"b":null}]}`, "ask q1 'Which DB?' options a,'b c' timeout 5", "ask q \"\\u00e9\" options \"\\\"\""} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
