@@ -28,7 +28,7 @@ import (
 // clock (sleep, run_code) and the service's clock (question deadlines)
 // are fake and separate, so a test decides exactly when each moves.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	env     *embeddedtest.Env
 	clock   *clockwork.FakeClock // the runtime's
@@ -45,7 +45,7 @@ type option func(*runtime.Config)
 
 func timed(cfg *runtime.Config) { cfg.Ask = timedConfig() }
 
-func start(t *testing.T, script string, opts ...option) *harness {
+func start(t testing.TB, script string, opts ...option) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	env := embeddedtest.Start(t, streams.Config{Memory: true})

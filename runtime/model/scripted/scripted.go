@@ -89,6 +89,10 @@ func (p *player) Complete(ctx context.Context, req model.Request) (model.Respons
 	for _, m := range req.Messages {
 		switch m.Role {
 		case model.User:
+			// Most messages are not replies: only parse what could be one.
+			if !strings.Contains(m.Text, events.ReplyKind) {
+				continue
+			}
 			if r, err := events.ParseReply(m.Text); err == nil {
 				late, fresh = &r, true
 			}
