@@ -371,7 +371,11 @@ func (h *callHost) RunChild(ctx context.Context, task string) Result {
 	}
 	ref := holdover.AgentRef{Instance: a.rt.instance, Epoch: epoch, Owner: a.sid}
 	child := a.rt.newAgent(sid, ref, a.rt.cfg.ChildModel, a.rt.childTools, true)
-	defer func() { _ = a.rt.roots.Release(context.WithoutCancel(ctx), sid, ref) }()
+	defer func() {
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		_ = a.rt.roots.Release(release, sid, ref) // a child left registered can still never ask
+	}()
 	if err := child.runTask(ctx, task); err != nil {
 		return failure(err)
 	}
