@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,9 @@ type WorkerConfig struct {
 	// Batch is the most events folded together; default 256. Events of
 	// one Session in a batch cost one KV write.
 	Batch int
+	// Parallel bounds the Sessions of one batch folded and written at
+	// once; default 16.
+	Parallel int
 	// CacheSize bounds the Views kept in memory; default 10,000.
 	CacheSize int
 	// AckWait is how long a delivered event may stay unacknowledged before
@@ -51,6 +55,7 @@ type WorkerConfig struct {
 func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.Durable = cmp.Or(c.Durable, DefaultDurable)
 	c.Batch = cmp.Or(c.Batch, 256)
+	c.Parallel = cmp.Or(c.Parallel, 16)
 	c.CacheSize = cmp.Or(c.CacheSize, 10_000)
 	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
 	c.RetryDelay = cmp.Or(c.RetryDelay, time.Second)
@@ -213,9 +218,18 @@ func (w *Worker) foldBatch(ctx context.Context, batch []jetstream.Msg) {
 		}
 		groups[sid] = append(groups[sid], d)
 	}
+	// Sessions are independent, so their folds and KV writes overlap: a
+	// batch costs about one round trip per Parallel Sessions, not per Session.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, w.cfg.Parallel)
 	for _, sid := range order {
-		w.foldSession(ctx, sid, groups[sid])
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			w.foldSession(ctx, sid, groups[sid])
+		})
 	}
+	wg.Wait()
 }
 
 // receive decodes a delivered message. An event that does not decode is

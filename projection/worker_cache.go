@@ -1,13 +1,18 @@
 package projection
 
-import "container/list"
+import (
+	"container/list"
+	"sync"
+)
 
 // viewCache keeps the most recently written Views, so a busy Session is
 // folded without a KV read per batch. It is bounded: the least recently
 // used Session falls out first. A cached entry may be stale when another
 // worker wrote since; the next compare-and-set write then fails and the
-// worker reloads. It is used by one goroutine and has no lock.
+// worker reloads. A batch folds several Sessions at once, so it locks;
+// each Session is folded by one goroutine at a time.
 type viewCache struct {
+	mu    sync.Mutex
 	max   int
 	order *list.List // of *cached, front = most recent
 	byID  map[string]*list.Element
@@ -23,6 +28,8 @@ func newViewCache(max int) *viewCache {
 }
 
 func (c *viewCache) get(sid string) (entry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	el, ok := c.byID[sid]
 	if !ok {
 		return entry{}, false
@@ -32,6 +39,8 @@ func (c *viewCache) get(sid string) (entry, bool) {
 }
 
 func (c *viewCache) put(sid string, e entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if el, ok := c.byID[sid]; ok {
 		el.Value.(*cached).entry = e
 		c.order.MoveToFront(el)
@@ -47,6 +56,8 @@ func (c *viewCache) put(sid string, e entry) {
 
 // drop forgets sid, for a View that was folded in place but not written.
 func (c *viewCache) drop(sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if el, ok := c.byID[sid]; ok {
 		c.order.Remove(el)
 		delete(c.byID, sid)

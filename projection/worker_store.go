@@ -213,7 +213,9 @@ func (s *Store) load(ctx context.Context, sid string) (entry, error) {
 // (0: absent) and returns the new revision. Losing to another writer is a
 // CONFLICT error.
 func (s *Store) save(ctx context.Context, sid string, rev uint64, v View) (uint64, error) {
-	val, err := json.MarshalIndent(v, "", "  ")
+	// Compact JSON: indentation would double the stored size, and with it
+	// the server's work per write, and halve what fits in one KV value.
+	val, err := v.MarshalJSON()
 	if err != nil {
 		return 0, holdover.Newf(holdover.CodeInternal, "encode projection of session %s: %v", sid, err)
 	}
