@@ -109,19 +109,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return errors.Join(err, serr)
 }
 
-// Component is the server as a component of a process (ops.Run): it
-// binds addr, so a taken port fails the process at once, and serves until
-// the process stops. holdover dev and cmd/gateway run it this way.
-func (s *Server) Component(addr string) ops.Component {
-	return ops.Component{Name: "gateway", Run: func(ctx context.Context) error {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return err
-		}
-		return s.Serve(ctx, ln)
-	}}
-}
-
 // Close ends every WebSocket connection and waits for their teardown. The
 // handler refuses new ones afterwards.
 func (s *Server) Close() {

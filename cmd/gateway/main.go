@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,10 +26,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/holdover-dev/holdover/cmd/internal/gatewayproc"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/userquestions"
-	"github.com/holdover-dev/holdover/web"
 )
 
 // config is what the flags say.
@@ -80,24 +81,13 @@ func run(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 	defer nc.Close()
-	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: cfg.release, Log: logger})
+	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return err
 	}
-	defer answerer.Close()
-	srv, err := gateway.New(gateway.Config{
-		NATS:           nc,
-		JetStream:      js,
-		Tokens:         tokens,
-		Services:       []gateway.Service{gateway.UserQuestions(answerer)},
-		Files:          web.Files(),
-		OriginPatterns: cfg.origins,
-		Logger:         logger,
-	})
-	if err != nil {
-		return err
-	}
-	return ops.Run(ctx, logger, srv.Component(cfg.listen))
+	return ops.Run(ctx, logger, gatewayproc.Component(nc, js, gatewayproc.Config{
+		Listener: ln, Tokens: tokens, Origins: cfg.origins, ReleaseBound: cfg.release, Logger: logger,
+	}))
 }
 
 // stringList is a repeatable string flag.

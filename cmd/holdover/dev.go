@@ -2,30 +2,44 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/cmd/internal/agentproc"
+	"github.com/holdover-dev/holdover/cmd/internal/gatewayproc"
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
 	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/streams"
 )
 
 // runDev runs the whole system in one process: an embedded NATS server
-// with JetStream files under --data, then the question worker. Ctrl-C
+// with JetStream files under --data, the question worker, the gateway with
+// the web UI, and a demo agent with a scripted model. Ctrl-C
 // stops the components, then the server, so nothing is left half written.
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		data        string
 		natsPort    int
 		metricsAddr string
+		listen      string
+		noDemo      bool
 		logCfg      ops.LogConfig
 	)
 	fs := newFlags("dev", "", devSummary, stderr)
 	fs.StringVar(&data, "data", ".holdover", "folder for JetStream files; kept across runs")
 	fs.IntVar(&natsPort, "nats-port", 4222, "port of the embedded NATS server on 127.0.0.1 (0 picks a free one)")
 	fs.StringVar(&metricsAddr, "metrics-addr", questionworker.DefaultMetricsAddr, "address of /metrics and /healthz")
+	fs.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the gateway: the web UI and its WebSocket")
+	fs.BoolVar(&noDemo, "no-demo", false, "do not run the demo agent (Session "+demoSession+")")
 	logCfg.RegisterFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -59,18 +73,66 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	token, err := devToken()
+	if err != nil {
+		return err
+	}
+	tokens, err := gateway.NewTokens(map[string]gateway.Grant{token: {User: "dev", Sessions: []string{"*"}}})
+	if err != nil {
+		return err
+	}
+	gwConn, gwJS, err := ops.NATSConfig{URL: url}.Connect("holdover-dev-gateway", logger, nats.ReconnectWait(gateway.DefaultReconnectWait))
+	if err != nil {
+		return err
+	}
+	defer gwConn.Close()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	components = append(components, gatewayproc.Component(gwConn, gwJS, gatewayproc.Config{Listener: ln, Tokens: tokens, Logger: logger}))
+	if !noDemo {
+		agentConn, _, err := ops.NATSConfig{URL: url}.Connect("holdover-dev-agent", logger)
+		if err != nil {
+			return err
+		}
+		defer agentConn.Close()
+		agent, err := agentproc.Component(agentConn, agentproc.Config{
+			Session: demoSession, Prompt: demoPrompt, Pool: true, Script: demoScript,
+			Ask: askuser.Config{Mode: askuser.ModeTimed}, Logger: logger,
+		})
+		if err != nil {
+			return err
+		}
+		components = append(components, agent)
+	}
 
 	fmt.Fprintf(stdout, `Holdover dev is running.
+  web UI   http://%s/?token=%s&session=%s
   NATS     %s  (JetStream files in %s)
   metrics  http://%s/metrics   health  http://%s/healthz
 
-Look at a Session's questions with the nats CLI (--raw prints the whole JSON):
-  nats --server %s kv get %s <session-id> --raw
+The demo agent asks a timed question in Session %q, keeps working when it
+times out, and takes the late answer. Answer it in the web UI, or with
+  holdover answer --gateway http://%s --token %s %s
+
+Look at a Session's questions with the nats CLI:
+  nats --server %s kv get --raw %s <session-id>
   nats --server %s stream ls
 or with this binary:
   holdover inspect --nats %s <session-id>
 
 Ctrl-C stops.
-`, url, dir, metricsAddr, metricsAddr, url, streams.QuestionsBucket, url, url)
+`, ln.Addr(), token, demoSession, url, dir, metricsAddr, metricsAddr, demoSession, ln.Addr(), token, demoSession,
+		url, streams.QuestionsBucket, url, url)
 	return ops.Run(ctx, logger, components...)
+}
+
+// devToken is a fresh random access token for this run's web UI.
+func devToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }

@@ -24,13 +24,13 @@ import (
 
 // startDev runs `holdover dev` on free ports until the test ends and
 // returns the NATS URL it printed.
-func startDev(t *testing.T) string {
+func startDev(t *testing.T, extra ...string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, w := io.Pipe()
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "--data", t.TempDir(), "--nats-port", "0", "--metrics-addr", "127.0.0.1:0"}, w, &stderr)
+		done <- run(ctx, append([]string{"dev", "--data", t.TempDir(), "--nats-port", "0", "--metrics-addr", "127.0.0.1:0", "--listen", "127.0.0.1:0"}, extra...), w, &stderr)
 		w.Close()
 	}()
 	t.Cleanup(func() {
@@ -79,7 +79,7 @@ func waitFolded(t *testing.T, kv jetstream.KeyValue, sid string, seq uint64) {
 // holdover dev folds Session events; inspect checks them, reports a
 // tampered value with exit 1, and rebuild repairs it.
 func TestDevInspectRebuild(t *testing.T) {
-	url := startDev(t)
+	url := startDev(t, "--no-demo")
 	_, js := embeddedtest.Connect(t, url)
 	ctx := context.Background()
 	sessions, err := js.Stream(ctx, streams.SessionsStream)
@@ -92,12 +92,12 @@ func TestDevInspectRebuild(t *testing.T) {
 	header := &events.RequestHeader{Tools: []events.ToolSchema{{Name: holdover.ToolName, InputSchema: json.RawMessage(`{"type":"object","properties":{"questions":{},"timeout":{"type":"integer"}}}`)}}}
 	var last uint64
 	for _, b := range []events.Body{header, &events.ToolCall{CallID: "c1", Name: holdover.ToolName, Arguments: args}} {
-		last, err = log.Append(ctx, "demo", last, events.New(time.Now(), b))
+		last, err = log.Append(ctx, "inspected", last, events.New(time.Now(), b))
 		require.NoError(t, err)
 	}
-	waitFolded(t, kv, "demo", last)
+	waitFolded(t, kv, "inspected", last)
 
-	code, stdout, stderr := cli(t, "inspect", "--nats", url, "demo")
+	code, stdout, stderr := cli(t, "inspect", "--nats", url, "inspected")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "ok: the projection equals the fold")
 	var v projection.View
@@ -106,9 +106,9 @@ func TestDevInspectRebuild(t *testing.T) {
 
 	v.Active[0].Status = projection.Continued
 	tampered, _ := json.Marshal(v)
-	_, err = kv.Put(ctx, "demo", tampered)
+	_, err = kv.Put(ctx, "inspected", tampered)
 	require.NoError(t, err)
-	code, _, stderr = cli(t, "inspect", "--nats", url, "demo")
+	code, _, stderr = cli(t, "inspect", "--nats", url, "inspected")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "differs from the fold of its log")
 	assert.Contains(t, stderr, `stored: "status": "continued",`)
@@ -117,7 +117,7 @@ func TestDevInspectRebuild(t *testing.T) {
 	code, stdout, _ = cli(t, "rebuild", "--nats", url)
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "refolded 1 sessions (2 events); repaired 1 projections\n", stdout)
-	code, _, _ = cli(t, "inspect", "--nats", url, "demo")
+	code, _, _ = cli(t, "inspect", "--nats", url, "inspected")
 	assert.Equal(t, 0, code)
 }
 
@@ -143,4 +143,35 @@ func TestCommandLineErrors(t *testing.T) {
 	code, _, stderr = cli(t, "inspect", "--nats", env.Server.ClientURL(), "nobody")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "has no events and no projection")
+}
+
+// holdover dev runs the demo agent: its timed question opens in the
+// userQuestions projection of Session demo, with its original questions.
+func TestDevRunsTheDemoAgent(t *testing.T) {
+	url := startDev(t)
+	_, js := embeddedtest.Connect(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
+	require.NoError(t, err)
+	w, err := kv.Watch(ctx, demoSession)
+	require.NoError(t, err)
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the demo agent's question never opened")
+		case kve := <-w.Updates():
+			var v projection.View
+			if kve == nil || json.Unmarshal(kve.Value(), &v) != nil || len(v.Active) == 0 {
+				continue
+			}
+			require.True(t, v.Timed, "the demo offers the timed schema (D2)")
+			qs := v.Active[0].Questions
+			require.Len(t, qs, 2)
+			require.Equal(t, "db", qs[0].ID)
+			require.Equal(t, "PostgreSQL (Recommended)", qs[0].Options[0].Label)
+			return
+		}
+	}
 }

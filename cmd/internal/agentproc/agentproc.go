@@ -1,0 +1,135 @@
+// Package agentproc assembles an agent runtime process, shared by
+// `holdover agent` and the demo agent of `holdover dev`.
+//
+// It only chooses a model and wires the runtime; the agent loop lives in
+// package runtime.
+package agentproc
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/runtime/model"
+	"github.com/holdover-dev/holdover/runtime/model/openai"
+	"github.com/holdover-dev/holdover/runtime/model/scripted"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// Config configures an agent process.
+type Config struct {
+	// Session is served from the start (with Prompt when its log is
+	// empty); empty serves only resume requests.
+	Session string
+	Prompt  string
+	// Pool joins the resume pool, so an answer to a Session nobody runs
+	// brings it back here (D7).
+	Pool bool
+	// Script is a scripted model's text; empty uses OpenAI.
+	Script string
+	// OpenAI configures an OpenAI-compatible Chat Completions model.
+	OpenAI openai.Config
+	// Ask configures ask_user_question.
+	Ask      askuser.Config
+	System   string
+	Instance string
+	Logger   *slog.Logger
+}
+
+// ReadScript reads a scripted model's file.
+func ReadScript(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", holdover.Newf(holdover.CodeBadRequest, "script: %v", err)
+	}
+	return string(data), nil
+}
+
+// Component checks cfg and returns the runtime as one component of
+// [ops.Run]: it serves cfg.Session and, with Pool, resume requests, until
+// its context ends.
+func Component(nc *nats.Conn, cfg Config) (ops.Component, error) {
+	root, child, err := models(cfg)
+	if err != nil {
+		return ops.Component{}, err
+	}
+	if cfg.Session == "" && !cfg.Pool {
+		return ops.Component{}, holdover.New(holdover.CodeBadRequest, "an agent serves a Session, the resume pool, or both")
+	}
+	rcfg := runtime.Config{
+		Conn: nc, Model: root, ChildModel: child, System: cfg.System,
+		Ask: cfg.Ask, Instance: cfg.Instance, Logger: cfg.Logger,
+		Session: cfg.Session, Prompt: cfg.Prompt,
+	}
+	return ops.Component{Name: "agent", Run: func(ctx context.Context) error {
+		if !cfg.Pool {
+			return runtime.Run(ctx, rcfg)
+		}
+		rt, err := runtime.New(ctx, rcfg)
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		stop, err := rt.ServePool(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		if cfg.Session != "" {
+			if err := startSession(ctx, nc, rt, cfg); err != nil {
+				return err
+			}
+		}
+		<-ctx.Done()
+		return nil
+	}}, nil
+}
+
+// startSession runs cfg.Session in rt and queues the prompt when the
+// Session is new. The prompt's fixed message id makes a quick restart's
+// second prompt a duplicate the inbox drops, not a second message.
+func startSession(ctx context.Context, nc *nats.Conn, rt *runtime.Runtime, cfg Config) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return holdover.Newf(holdover.CodeInternal, "jetstream: %v", err)
+	}
+	stream, err := js.Stream(ctx, streams.SessionsStream)
+	if err != nil {
+		return holdover.Newf(holdover.CodeInternal, "find the Session logs: %v", err)
+	}
+	last, err := sessionlog.New(js, stream).Last(ctx, cfg.Session)
+	if err != nil {
+		return err
+	}
+	if _, err := rt.Start(ctx, cfg.Session); err != nil {
+		return err
+	}
+	if cfg.Prompt == "" || last > 0 {
+		return nil
+	}
+	_, err = runtime.Steer(ctx, js, cfg.Session, "prompt-"+cfg.Session, cfg.Prompt)
+	return err
+}
+
+func models(cfg Config) (root, child model.Model, err error) {
+	if cfg.Script != "" {
+		s, err := scripted.Parse(cfg.Script)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.Model(), s.Child(), nil
+	}
+	m, err := openai.New(cfg.OpenAI)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, m, nil
+}
