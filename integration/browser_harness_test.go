@@ -306,7 +306,7 @@ func (p *browserPage) waitFor(what, expr string) {
 // click clicks the element like a person: a real mouse event at its centre.
 func (p *browserPage) click(css string) {
 	p.t.Helper()
-	p.waitFor("something to click at "+css, jsQuery(css)+` !== null`)
+	p.waitFor("something to click at "+css, browserQuery(css)+` !== null`)
 	p.do(chromedp.Click(chromedp.CSS(css)))
 }
 
@@ -366,7 +366,7 @@ func (p *browserPage) releaseSettles() {
 func (p *browserPage) count(css string) int {
 	p.t.Helper()
 	var n int
-	p.eval(`document.querySelectorAll(`+jsString(css)+`).length`, &n)
+	p.eval(`document.querySelectorAll(`+browserString(css)+`).length`, &n)
 	return n
 }
 
@@ -374,18 +374,18 @@ func (p *browserPage) count(css string) int {
 func (p *browserPage) countText(css, s string) int {
 	p.t.Helper()
 	var n int
-	p.eval(`[...document.querySelectorAll(`+jsString(css)+`)].filter((e) => e.textContent.includes(`+jsString(s)+`)).length`, &n)
+	p.eval(`[...document.querySelectorAll(`+browserString(css)+`)].filter((e) => e.textContent.includes(`+browserString(s)+`)).length`, &n)
 	return n
 }
 
-// jsQuery is document.querySelector(css) as JavaScript.
-func jsQuery(css string) string {
+// browserQuery is document.querySelector(css) as JavaScript.
+func browserQuery(css string) string {
 	q, _ := json.Marshal(css)
 	return "document.querySelector(" + string(q) + ")"
 }
 
-// jsString quotes s as a JavaScript string literal.
-func jsString(s string) string {
+// browserString quotes s as a JavaScript string literal.
+func browserString(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q)
 }

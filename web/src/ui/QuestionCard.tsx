@@ -76,8 +76,10 @@ export function QuestionCard({ cardKey, cards }: { cardKey: string; cards: Quest
       onKeyDown={onKeyDown}
     >
       <header class="card-head">
-        <h2 id={titleId}>{plan ? Text.planTitle : Text.cardTitle}</h2>
-        <Countdown card={card} />
+        <div class="title-line">
+          <h2 id={titleId}>{plan ? Text.planTitle : Text.cardTitle}</h2>
+          <Countdown card={card} />
+        </div>
         <div class="head-actions">
           {(phase === "running" || phase === "paused" || phase === "awaiting-handshake") && (
             <button type="button" class="take-time" onClick={() => cards.takeTime(cardKey)}>
