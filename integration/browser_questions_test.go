@@ -454,4 +454,8 @@ func TestBrowserPlanReviewApprovesAndAnUnkeyedCardDismissedIsCancelled(t *testin
 	got = <-dismissed
 	require.Equal(t, holdover.CodeAskCancelled, holdover.CodeOf(got.err), "closing an unkeyed panel rejects with ASK_CANCELLED: %v", got.err)
 	p.waitFor("the card to end", browserQuery(browserCard)+` === null`)
+
+	p.click(`.crumbs a[href="#/"]`)
+	p.waitFor("the Session list", browserText(`.sessions li .id`)+` === "s-plan"`)
+	p.shot("session-list")
 }
