@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/cockroachdb/errors v1.13.0
 	github.com/coder/websocket v1.8.15
+	github.com/goccy/go-json v0.12.0
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.56.0

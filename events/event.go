@@ -1,11 +1,8 @@
 package events
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
-
-	"github.com/holdover-dev/holdover"
 )
 
 // Type names an event kind in the Session log.
@@ -62,70 +59,16 @@ func New(at time.Time, body Body) Event {
 }
 
 // Encode validates and encodes e as one log message.
-func Encode(e Event) ([]byte, error) {
-	if e.Body == nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "event %q has no body", e.Type)
-	}
-	if e.Body.EventType() != e.Type {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "event type %q does not match its %q body", e.Type, e.Body.EventType())
-	}
-	if err := e.Body.Validate(); err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(e.Body)
-	if err != nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "encode %s: %v", e.Type, err)
-	}
-	out, err := json.Marshal(struct {
-		Type Type            `json:"type"`
-		At   time.Time       `json:"at"`
-		Data json.RawMessage `json:"data"`
-	}{e.Type, e.At.UTC(), data})
-	if err != nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "encode %s: %v", e.Type, err)
-	}
-	if len(out) > MaxEventBytes {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "event %s is %d bytes, over the %d byte limit", e.Type, len(out), MaxEventBytes)
-	}
-	return out, nil
-}
+func Encode(e Event) ([]byte, error) { return fast.encode(e) }
 
 // Decode parses one log message. Malformed JSON, a missing type or an
 // invalid body of a known type is a BAD_REQUEST error; an unknown type
 // decodes to an Event whose Body is nil.
-func Decode(data []byte) (Event, error) {
-	if len(data) > MaxEventBytes {
-		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event is %d bytes, over the %d byte limit", len(data), MaxEventBytes)
-	}
-	var e Event
-	if err := json.Unmarshal(data, &e); err != nil {
-		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event is not valid JSON: %v", err)
-	}
-	if e.Type == "" {
-		return Event{}, holdover.New(holdover.CodeBadRequest, "event has no type")
-	}
-	// Encode writes At in UTC, and JSON times stop at year 9999: an offset
-	// can carry a parsable time past that, which could never be written again.
-	if y := e.At.UTC().Year(); y < 0 || y > 9999 {
-		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event time %s is outside the years 0 to 9999", e.At.Format(time.RFC3339))
-	}
-	newBody, ok := bodies[e.Type]
-	if !ok {
-		return e, nil
-	}
-	body := newBody()
-	if len(bytes.TrimSpace(e.Data)) == 0 {
-		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event %s has no data", e.Type)
-	}
-	if err := json.Unmarshal(e.Data, body); err != nil {
-		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event %s: %v", e.Type, err)
-	}
-	if err := body.Validate(); err != nil {
-		return Event{}, err
-	}
-	e.Body = body
-	return e, nil
-}
+//
+// Data keeps the payload as recorded for known types too (the gateway
+// hands it to Clients as is), so a known body is parsed from Data in a
+// second pass rather than together with the envelope.
+func Decode(data []byte) (Event, error) { return fast.decode(data) }
 
 // bodies maps each known type to a constructor of its body.
 var bodies = map[Type]func() Body{
