@@ -364,18 +364,21 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 	if err != nil {
 		return err
 	}
+	// The request is complete before track makes it visible to inflight.
+	id := newRequestID()
 	lw := &liveWait{
 		w:      w,
 		kind:   a.kind,
 		reply:  req.reply,
 		caller: req.header.Get(headerCallerLease),
 		req: WaterfallRequest{
-			RequestID: newRequestID(),
+			RequestID: id,
 			Session:   a.session,
 			CallID:    a.callID,
 			Questions: a.questions,
 			Intent:    a.intent,
 			Owner:     fg.leaseName,
+			Reply:     fg.wf.replySubject(id),
 		},
 	}
 	if a.kind != legacyWait {

@@ -131,14 +131,17 @@ func newWaterfall(nc *nats.Conn, route func(requestID string, m *nats.Msg)) (*wa
 // newRequestID returns a fresh request id; it is a plain subject token.
 func newRequestID() string { return nuid.Next() }
 
-// publish sends req to the Session's answerers, filling in req.Reply.
-// A "no responders" status comes back on the reply subject.
+// replySubject is where the outcomes of request id come back.
+func (wf *waterfall) replySubject(id string) string { return wf.prefix + id }
+
+// publish sends req, whose Reply is its replySubject, to the Session's
+// answerers. A "no responders" status comes back on the reply subject.
+// It only reads req: inflight lists the same request meanwhile.
 func (wf *waterfall) publish(req *WaterfallRequest) error {
 	subject, err := streams.AskSubject(req.Session)
 	if err != nil {
 		return err
 	}
-	req.Reply = wf.prefix + req.RequestID
 	data, err := encode(req)
 	if err != nil {
 		return err
