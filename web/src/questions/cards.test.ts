@@ -431,6 +431,19 @@ describe("countdown on cards (P1–P4, W4, W5)", () => {
     expect(h.cards.get(key)?.visible).toBe(true);
   });
 
+  it("P4: live says whether this Client still holds an unanswered forwarded request (the row can show the panel)", async () => {
+    const h = new Harness();
+    h.cards.reconcile("s1", view([call("c2", "continued")]));
+    expect(h.cards.get(h.cards.keyFor("s1", "c2"))?.live).toBe(false); // projection only
+    const { key } = h.forwardTimed("c1", 5_000);
+    expect(h.cards.get(key)?.live).toBe(true);
+    await h.cards.submit(key);
+    expect(h.cards.get(key)?.live).toBe(false); // its outcome is out
+    const expiring = h.forwardTimed("c3", 1_000);
+    h.clock.advance(1_000);
+    expect(h.cards.get(expiring.key)?.live).toBe(false);
+  });
+
   it("W5: expiry rejects with ASK_TIMED_OUT once; the card then reads Work continued and answers through the RPC", () => {
     const h = new Harness();
     const { key, requestId } = h.forwardTimed("c1", 2_000);
