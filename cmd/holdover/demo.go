@@ -11,6 +11,6 @@ const demoPrompt = "Set up the storage layer of the new service."
 const demoScript = `# The demo agent of holdover dev.
 ask db "Which database should the new service use?" options "PostgreSQL (Recommended)",SQLite header Database and region "Where should it run?" options eu,us timeout 30
 work 3 steps of 2s
-say "The question is still open. Meanwhile I wrote the parts that do not depend on the database."
-on late answer say "Thanks: you answered {answers} for {callId}. Wiring up the storage layer with it now."
+say The question is still open. Meanwhile I wrote the parts that do not depend on the database.
+on late answer say Thanks: you answered {answers} for {callId}. Wiring up the storage layer with it now.
 `
