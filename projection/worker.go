@@ -3,6 +3,7 @@ package projection
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -125,14 +126,38 @@ func NewWorker(store *Store, cfg WorkerConfig) *Worker {
 }
 
 // Run folds events until ctx ends, then hands every event it holds but
-// has not written back to the server for redelivery and returns nil. It
-// fails when the consumer cannot be created or stops on its own (deleted,
-// connection closed). A Worker runs once at a time.
+// has not written back to the server for redelivery and returns nil. When
+// the consumer goes away under it (an operator deleted it to replay the
+// log, say) it creates it again; it fails when it cannot, for instance
+// because the connection is closed. A Worker runs once at a time.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return holdover.New(holdover.CodeConflict, "projection worker is already running")
 	}
 	defer w.running.Store(false)
+	for {
+		err := w.consume(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, errConsumerStopped) {
+			return err
+		}
+		w.log.Warn("consumer stopped; creating it again")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(w.cfg.RetryDelay):
+		}
+	}
+}
+
+// errConsumerStopped says the consumer ended without being asked to.
+var errConsumerStopped = errors.New("consumer stopped")
+
+// consume creates the shared consumer and folds what it delivers until
+// ctx ends or the consumer stops.
+func (w *Worker) consume(ctx context.Context) error {
 	cons, err := w.store.sessions.CreateOrUpdateConsumer(ctx, w.cfg.ConsumerConfig())
 	if err != nil {
 		return holdover.Newf(holdover.CodeInternal, "create consumer %s on %s: %v", w.cfg.Durable, streams.SessionsStream, err)
@@ -168,7 +193,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-cc.Closed():
-			return holdover.Newf(holdover.CodeInternal, "consumer %s stopped", w.cfg.Durable)
+			return errConsumerStopped
 		case m := <-delivered:
 			batch = append(batch, m)
 		}

@@ -169,6 +169,26 @@ func TestWorkerIsIdempotentUnderRedelivery(t *testing.T) {
 	assert.Zero(t, value(e.metrics.KVConflicts.WithLabelValues(streams.QuestionsBucket)))
 }
 
+// An operator who deletes the shared consumer under running workers
+// replays the log through them: the worker creates the consumer again,
+// and every event already folded is acknowledged without a write.
+func TestWorkerRecreatesADeletedConsumer(t *testing.T) {
+	e := newWorkerEnv(t)
+	e.append(t, "quiet", timedHeader(), ask("c1"))
+	e.append(t, "busy", timedHeader(), ask("c1"))
+	e.run(t, projection.WorkerConfig{RetryDelay: 10 * time.Millisecond})
+	quiet := e.waitFolded(t, "quiet", e.lastSeq("quiet"))
+	e.waitFolded(t, "busy", e.lastSeq("busy"))
+
+	require.NoError(t, e.JS.DeleteConsumer(context.Background(), streams.SessionsStream, projection.DefaultDurable))
+	e.append(t, "busy", pending("c1"))
+	busy := e.waitFolded(t, "busy", e.lastSeq("busy"))
+	assert.Equal(t, projection.Fold(e.written["busy"]), storedView(t, busy))
+	again, err := e.Topology.Questions.Get(context.Background(), "quiet")
+	require.NoError(t, err)
+	assert.Equal(t, quiet.Revision(), again.Revision(), "the replay wrote nothing it had folded")
+}
+
 // When a delivered event does not directly follow the stored View (its
 // predecessors were acknowledged elsewhere but their fold never written),
 // the worker reads the gap from the log before folding it.
