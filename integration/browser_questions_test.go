@@ -57,8 +57,8 @@ func TestBrowserTimedCardExpiresToWorkContinuedThenALateAnswerRendersOneReply(t 
 	// P1, W5, C3, C4, P5, G1–G3.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(3), browserSayMovedOn, browserOnLateAnswer}, "\n"))
 	const sid = "s-expire"
+	p := w.open(sid, "user", false) // watching before the agent asks
 	w.start(sid, "Set up the service")
-	p := w.open(sid, "user", false)
 
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	first := p.str(browserText(browserCountdown))
@@ -75,7 +75,7 @@ func TestBrowserTimedCardExpiresToWorkContinuedThenALateAnswerRendersOneReply(t 
 	p.waitFor("the panel to close after the accepted RPC", browserQuery(browserCard)+` === null`)
 
 	p.waitFor("one reply node", browserExpandAll(`document.querySelectorAll(".row.reply").length === 1`))
-	p.waitFor("the row's View answers", browserText(`.question-row .row-action`)+` === "View answers"`)
+	p.waitFor("the row's View answers", browserExpandAll(browserText(`.question-row .row-action`)+` === "View answers"`))
 	require.Equal(t, 1, p.count(`.row.reply`), "G2: the reply renders once")
 	require.Zero(t, p.countText(`.row.user`, "answer_to_pending_question"), "G2: never also as an ordinary user message")
 	require.Contains(t, p.str(browserText(`.row.reply .reply-summary`)), "SQLite")
@@ -117,8 +117,8 @@ func TestBrowserFocusPausesAndBlurResumesTheCountdown(t *testing.T) {
 	// P1: manual focus on a pristine answer surface pauses; blur resumes the preserved remainder.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(30), browserSayMovedOn}, "\n"))
 	const sid = "s-focus"
+	p := w.open(sid, "user", false) // watching before the agent asks
 	w.start(sid, "Set up the service")
-	p := w.open(sid, "user", false)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
 	p.do(chromedp.Focus(chromedp.CSS(browserCard + ` .option:nth-of-type(2) input`)))
@@ -144,8 +144,8 @@ func TestBrowserTakeTimeThenAnswerAfterTheHostDeadlineSettlesThroughTheWaterfall
 	// answer after the original deadline still settles the foreground call (M7), not pending.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(3), browserSayMovedOn}, "\n"))
 	const sid = "s-take-time"
+	p := w.open(sid, "user", false) // watching before the agent asks
 	w.start(sid, "Set up the service")
-	p := w.open(sid, "user", false)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	// The call started before its card showed, so the Host's original deadline is at most 3 s from now.
 	deadline := time.Now().Add(3 * time.Second)
@@ -171,8 +171,8 @@ func TestBrowserReloadMidDraftRestoresAnswersAndDisposition(t *testing.T) {
 	// P2, C1: keyboard only — arrow keys choose, Enter advances, Space toggles; a reload keeps it all.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskTwo(60), browserSayMovedOn}, "\n"))
 	const sid = "s-reload"
+	p := w.open(sid, "user", false) // watching before the agent asks
 	w.start(sid, "Set up the service")
-	p := w.open(sid, "user", false)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
 	p.do(chromedp.Focus(chromedp.CSS(browserCard+` .option:nth-of-type(1) input`)), chromedp.KeyEvent(kb.ArrowDown))
@@ -209,8 +209,8 @@ func TestBrowserHidingATimedPanelKeepsTheCountdownAndTheRowReopensIt(t *testing.
 	// P4, D9: hiding sends nothing; the claim and browserCountdown run on; the tool row shows the panel again.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(30), browserSayMovedOn}, "\n"))
 	const sid = "s-hide"
+	p := w.open(sid, "user", false) // watching before the agent asks
 	w.start(sid, "Set up the service")
-	p := w.open(sid, "user", false)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	before := browserSeconds(t, p.str(browserText(browserCountdown)))
 
@@ -235,9 +235,9 @@ func TestBrowserAWaterfallAnswerThatLosesToTheDeadlineShowsTheResubmitHintAndThe
 	// resubmit hint and the retained draft goes through the late-answer RPC.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(6), browserSayMovedOn, browserOnLateAnswer}, "\n"))
 	const sid = "s-resubmit"
-	w.start(sid, "Set up the service")
 	a := w.open(sid, "a", true)
 	b := w.open(sid, "b", true)
+	w.start(sid, "Set up the service")
 	a.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	b.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
@@ -273,9 +273,9 @@ func TestBrowserTwoClientsOneAnswersAndTheOthersCardCloses(t *testing.T) {
 	// C1, C5, W8: one card per (Session, call) in each Client; the projection closes the other's.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(30), browserSayMovedOn}, "\n"))
 	const sid = "s-two"
-	w.start(sid, "Set up the service")
 	a := w.open(sid, "a", true)
 	b := w.open(sid, "b", true)
+	w.start(sid, "Set up the service")
 	a.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	b.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	b.click(browserCard + ` .option:nth-of-type(1)`) // b starts a draft of its own
@@ -297,8 +297,8 @@ func TestBrowserGatewayRestartKeepsCardsAndDrafts(t *testing.T) {
 	// last seq, and the in-flight request arrives again; the answer still settles in the foreground.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskTwo(60), browserSayMovedOn}, "\n"))
 	const sid = "s-restart"
+	p := w.open(sid, "user", false) // watching before the agent asks
 	w.start(sid, "Set up the service")
-	p := w.open(sid, "user", false)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	p.click(browserCard + ` .option:nth-of-type(2)`)
 	p.keys(browserCard+` textarea`, "with WAL")
@@ -331,8 +331,8 @@ func TestBrowserQueuedReplyRowShowsViewAnswersBeforeAndAfterReload(t *testing.T)
 	// submitted answers behind View answers, also after a reload; admission then renders the reply.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(2), "work 1 step of 10m", browserSayMovedOn, browserOnLateAnswer}, "\n"))
 	const sid = "s-queued"
+	p := w.open(sid, "user", false) // watching before the agent asks
 	w.start(sid, "Set up the service")
-	p := w.open(sid, "user", false)
 	p.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
 	w.working(sid)
 
@@ -421,11 +421,20 @@ func TestBrowserPlanReviewApprovesAndAnUnkeyedCardDismissedIsCancelled(t *testin
 		answers []holdover.Answer
 		err     error
 	}
+	// A legacy ask fails NO_PROVIDER while no answerer watches the Session
+	// (W6); "Connected" on the page comes before its watch reaches NATS.
 	ask := func(req holdover.AskRequest) <-chan asked {
 		done := make(chan asked, 1)
 		go func() {
-			answers, err := w.user.Ask(w.ctx, req)
-			done <- asked{answers, err}
+			for {
+				answers, err := w.user.Ask(w.ctx, req)
+				if holdover.CodeOf(err) == holdover.CodeNoProvider && w.ctx.Err() == nil {
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				done <- asked{answers, err}
+				return
+			}
 		}()
 		return done
 	}
