@@ -212,6 +212,12 @@ func (s *Service) Start(ctx context.Context) error {
 			}
 		}
 	}
+	// The endpoints are live once the server has their subscriptions: a
+	// request from another connection right after Start must find them.
+	if err := s.nc.Flush(); err != nil {
+		_ = svc.Stop()
+		return fail(holdover.Newf(holdover.CodeInternal, "announce %s service: %v", Name, err))
+	}
 	s.svc = svc
 	s.log.Info("service started", "id", svc.Info().ID, "subjects", streams.ServicePrefix+".>")
 	return nil
