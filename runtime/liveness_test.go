@@ -92,3 +92,19 @@ func TestPoolResumesSessionsOnRequest(t *testing.T) {
 		return err == nil && !live
 	}, 10*time.Second, 5*time.Millisecond, "a clean stop releases the live root")
 }
+
+// Close stops the Sessions Start runs and returns once they have released
+// their live roots; the Runtime then starts nothing more.
+func TestCloseStopsStartedSessions(t *testing.T) {
+	h := start(t, "say Hi.")
+	h.run("s1")
+	h.run("s2")
+	h.rt.Close()
+	for _, sid := range []string{"s1", "s2"} {
+		_, live, err := h.service.Roots().Lookup(h.ctx, sid)
+		require.NoError(t, err)
+		require.False(t, live, "%s was released before Close returned", sid)
+	}
+	_, err := h.rt.Start(h.ctx, "s3")
+	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
+}

@@ -76,8 +76,13 @@ type Runtime struct {
 
 	// close releases what the Runtime made for itself: its question client.
 	close func()
+	// closing ends when Close is called; agents are the Sessions Start runs.
+	closing    context.Context
+	stopAgents context.CancelFunc
+	agents     sync.WaitGroup
 
 	mu      sync.Mutex
+	closed  bool
 	running map[string]*started
 }
 
@@ -109,6 +114,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cfg.Instance = newID("runtime")
 	}
 	rt := &Runtime{cfg: cfg, nc: cfg.Conn, clock: cfg.Clock, log: cfg.Logger, instance: cfg.Instance, running: map[string]*started{}}
+	rt.closing, rt.stopAgents = context.WithCancel(context.Background())
 	if rt.clock == nil {
 		rt.clock = clockwork.NewRealClock()
 	}
@@ -157,10 +163,16 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 // flushTimeout bounds the wait for the server to confirm a subscription.
 const flushTimeout = 10 * time.Second
 
-// Close releases the question client the Runtime made, which ends the
-// waits of its agents' open questions (ASK_ABORTED at the service). Stop
-// the agents first.
+// Close stops the agents Start runs and waits until they have stopped,
+// then closes the question client the Runtime made. Agents opened with
+// Open and run by the caller must be stopped first. After Close, Start
+// fails.
 func (rt *Runtime) Close() {
+	rt.mu.Lock()
+	rt.closed = true
+	rt.mu.Unlock()
+	rt.stopAgents()
+	rt.agents.Wait()
 	if rt.close != nil {
 		rt.close()
 	}
@@ -211,9 +223,13 @@ func (rt *Runtime) Open(ctx context.Context, sid string) (*Agent, error) {
 
 // Start runs sid in the background unless this process runs it already,
 // and returns its agent once it is registered and resumed. The agent runs
-// until ctx ends or it is fenced out.
+// until ctx ends, Close is called, or it is fenced out.
 func (rt *Runtime) Start(ctx context.Context, sid string) (*Agent, error) {
 	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil, holdover.Newf(holdover.CodeInternal, "runtime %s is closed; it starts no Session", rt.instance)
+	}
 	s, ok := rt.running[sid]
 	if !ok {
 		s = &started{ready: make(chan struct{})}
@@ -234,12 +250,25 @@ func (rt *Runtime) Start(ctx context.Context, sid string) (*Agent, error) {
 		rt.forget(sid, s)
 		return nil, s.err
 	}
-	go func() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed { // Close began while the Session was opening
+		delete(rt.running, sid)
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		_ = rt.roots.Release(release, sid, s.agent.ref) // nobody will serve it here
+		return nil, holdover.Newf(holdover.CodeInternal, "runtime %s is closed; it starts no Session", rt.instance)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(rt.closing, cancel)
+	rt.agents.Go(func() {
 		defer rt.forget(sid, s)
+		defer unlink()
+		defer cancel()
 		if err := s.agent.Run(ctx); err != nil {
 			s.agent.log.Warn("session stopped", "err", err)
 		}
-	}()
+	})
 	return s.agent, nil
 }
 
