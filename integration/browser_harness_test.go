@@ -74,7 +74,7 @@ func newBrowserWorld(t *testing.T, script string) *browserWorld {
 	w := &browserWorld{agentWorld: newAgentWorld(t, script), shotsDir: filepath.Join("testdata", "screenshots")}
 	w.gw = &browserGateway{t: t, natsURL: w.env.Server.ClientURL(), addr: "127.0.0.1:0"}
 	w.gw.start()
-	t.Cleanup(w.gw.stop)
+	t.Cleanup(w.gw.kill)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium),
@@ -127,13 +127,12 @@ func (w *browserWorld) start(sid, prompt string) {
 
 // browserGateway is a gateway serving the web Client on a fixed loopback
 // address, on a NATS connection of its own, so a test can kill it and
-// start it again where the page will reconnect.
+// start it again where the page will reconnect. Only the test's goroutine
+// uses it.
 type browserGateway struct {
-	t       *testing.T
-	natsURL string
-	addr    string
-
-	mu       sync.Mutex
+	t        *testing.T
+	natsURL  string
+	addr     string
 	nc       *nats.Conn
 	answerer *userquestions.Answerer
 	cancel   context.CancelFunc
@@ -142,8 +141,6 @@ type browserGateway struct {
 
 func (g *browserGateway) start() {
 	g.t.Helper()
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	quiet := slog.New(slog.DiscardHandler)
 	nc, err := nats.Connect(g.natsURL, nats.Name("browser-gateway"), nats.ReconnectWait(gateway.DefaultReconnectWait))
 	require.NoError(g.t, err)
@@ -181,8 +178,6 @@ func (g *browserGateway) start() {
 // WebSockets close.
 func (g *browserGateway) kill() {
 	g.t.Helper()
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.cancel == nil {
 		return
 	}
@@ -195,12 +190,8 @@ func (g *browserGateway) kill() {
 	g.cancel = nil
 }
 
-func (g *browserGateway) stop() { g.kill() }
-
 // pageURL is the address a person opens: the token and the Session in the query.
 func (g *browserGateway) pageURL(sid string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return fmt.Sprintf("http://%s/?token=%s&session=%s", g.addr, browserToken, sid)
 }
 

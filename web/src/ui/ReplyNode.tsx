@@ -19,15 +19,7 @@ export function ReplyNode({ message }: { message: Message }) {
   const bodyId = `${titleId}-body`;
   if (!view) return null;
 
-  const copy = async () => {
-    const text = view.kind === "answers" ? replyText(view.items) : view.text;
-    try {
-      await navigator.clipboard.writeText(text);
-      setCopied(true);
-    } catch {
-      setCopied(false);
-    }
-  };
+  const copy = async () => setCopied(await copyText(view.kind === "answers" ? replyText(view.items) : view.text));
   return (
     <div class="row reply" role="group" aria-labelledby={titleId} data-call-id={view.callId}>
       <div class="who" id={titleId}>
@@ -56,4 +48,27 @@ export function ReplyNode({ message }: { message: Message }) {
       </div>
     </div>
   );
+}
+
+/**
+ * Puts text on the clipboard. The Clipboard API needs a secure context; a
+ * gateway reached over plain http on another host falls back to a
+ * selected, off-screen text area and the copy command.
+ */
+async function copyText(text: string): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.append(area);
+    area.select();
+    const copied = document.execCommand("copy");
+    area.remove();
+    return copied;
+  }
 }
