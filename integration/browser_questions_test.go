@@ -62,6 +62,12 @@ func TestBrowserTimedCardExpiresToWorkContinuedThenALateAnswerRendersOneReply(t 
 
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	first := p.str(browserText(browserCountdown))
+	// Roles a screen reader needs: a labelled region, a radio group named by its question, and a
+	// polite live region for the countdown whose text does not tick.
+	require.Equal(t, "The agent asks", p.str(`document.getElementById(`+browserQuery(browserCard+`[role="region"]`)+`.getAttribute("aria-labelledby")).textContent`))
+	require.Equal(t, "Which database should the service use?", p.str(`document.getElementById(`+browserQuery(browserCard+` [role="radiogroup"]`)+`.getAttribute("aria-labelledby")).textContent`))
+	require.Equal(t, "polite", p.str(browserQuery(browserCard+` [role="status"]`)+`.getAttribute("aria-live")`))
+	require.Equal(t, "true", p.str(browserQuery(browserCountdown)+`.getAttribute("aria-hidden")`))
 	p.shot("counting")
 	p.waitFor("the browserCountdown to move", browserText(browserCountdown)+` !== `+browserString(first)+` && `+browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
