@@ -32,8 +32,8 @@ func testSeed(t *testing.T) uint64 {
 
 // D1–D5: randomized Session logs are published while projection workers
 // start, stop gracefully, crash mid-batch (their unacknowledged events are
-// redelivered), run two at a time, and see the shared consumer reset (every
-// event redelivered). Every value ever written is the fold of a prefix of
+// redelivered), run two at a time, see the shared consumer reset (every
+// event redelivered) and race an operator's rebuild. Every value ever written is the fold of a prefix of
 // its Session's log, and in the end every Session converges to the fold of
 // its whole log.
 func TestProjectionConvergesThroughRestartsCrashesRedeliveryAndTwoWorkers(t *testing.T) {
@@ -55,7 +55,8 @@ func TestProjectionConvergesThroughRestartsCrashesRedeliveryAndTwoWorkers(t *tes
 		scripts[i] = newAgentScript(rand.New(rand.NewPCG(seed, uint64(i))), "s"+strconv.Itoa(i))
 	}
 	workers.start()
-	var resets, crashes int
+	store := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
+	var resets, crashes, rebuilds int
 	for step := range sessions * perSession {
 		a := scripts[r.IntN(sessions)]
 		for _, rec := range a.script(1) {
@@ -66,7 +67,7 @@ func TestProjectionConvergesThroughRestartsCrashesRedeliveryAndTwoWorkers(t *tes
 			continue
 		}
 		running := workers.ids()
-		switch choice := r.IntN(5); {
+		switch choice := r.IntN(6); {
 		case len(running) < 2 && choice < 2:
 			workers.start()
 		case len(running) > 0 && choice == 2:
@@ -81,6 +82,11 @@ func TestProjectionConvergesThroughRestartsCrashesRedeliveryAndTwoWorkers(t *tes
 				require.NoError(t, err)
 				resets++
 			}
+		case choice == 5:
+			// An operator's rebuild, racing the workers' writes.
+			_, err := store.Rebuild(ctx)
+			require.NoError(t, err)
+			rebuilds++
 		}
 		t.Logf("step %d: workers %v", step, workers)
 	}
@@ -90,13 +96,13 @@ func TestProjectionConvergesThroughRestartsCrashesRedeliveryAndTwoWorkers(t *tes
 	waitConverged(t, env.Topology.Questions, logs, 30*time.Second)
 	values := seen()
 	requirePrefixFolds(t, logs, values)
-	t.Logf("%d events, %d values written, %d crashes, %d consumer resets, %.0f CAS conflicts, %.0f catch-ups",
-		logs.count(), len(values), crashes, resets,
+	t.Logf("%d events, %d values written, %d crashes, %d consumer resets, %d rebuilds, %.0f CAS conflicts, %.0f catch-ups",
+		logs.count(), len(values), crashes, resets, rebuilds,
 		counterValue(workers.metrics.KVConflicts.WithLabelValues(streams.QuestionsBucket)),
 		counterValue(workers.metrics.CatchUps.WithLabelValues(projection.DefaultDurable)))
 
 	for _, sid := range logs.ids() {
-		_, folded, equal, err := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions).Check(ctx, sid)
+		_, folded, equal, err := store.Check(ctx, sid)
 		require.NoError(t, err)
 		require.True(t, equal, "holdover inspect agrees for %s", sid)
 		require.Equal(t, logs.want(sid, 0), folded)

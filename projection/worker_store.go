@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sort"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -84,103 +82,6 @@ func (s *Store) Check(ctx context.Context, sid string) (stored, folded View, equ
 		return View{}, View{}, false, err
 	}
 	return cur.view, folded, cur.unreadable == nil && sameView(cur.view, folded), nil
-}
-
-// RebuildStats says what a rebuild did.
-type RebuildStats struct {
-	Sessions int // Sessions refolded
-	Events   int // events read and folded
-	Repaired int // stored Views that differed from the fold and were rewritten
-}
-
-// rebuildParallelism bounds the Sessions refolded at once: each is a log
-// read and a KV write, mostly waiting on the server.
-const rebuildParallelism = 8
-
-// Rebuild refolds every Session of the log from its first event and
-// writes each View that differs from what is stored. It is safe while
-// workers run: writes are compare-and-set, and a worker that loses one
-// reloads. Sessions stored in the bucket but absent from the log are left
-// alone.
-func (s *Store) Rebuild(ctx context.Context) (RebuildStats, error) {
-	sids, err := s.Sessions(ctx)
-	if err != nil {
-		return RebuildStats{}, err
-	}
-	var (
-		mu    sync.Mutex
-		stats RebuildStats
-		first error
-		wg    sync.WaitGroup
-		slots = make(chan struct{}, rebuildParallelism)
-	)
-	for _, sid := range sids {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			n, repaired, err := s.rebuildOne(ctx, sid)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-			}
-			stats.Sessions++
-			stats.Events += n
-			if repaired {
-				stats.Repaired++
-			}
-		}()
-	}
-	wg.Wait()
-	return stats, first
-}
-
-// Sessions lists the ids of every Session with events in the log, sorted.
-func (s *Store) Sessions(ctx context.Context) ([]string, error) {
-	info, err := s.sessions.Info(ctx, jetstream.WithSubjectFilter(">"))
-	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "list sessions: %v", err)
-	}
-	sids := make([]string, 0, len(info.State.Subjects))
-	for subject := range info.State.Subjects {
-		if sid, ok := streams.SessionFromSubject(subject); ok && streams.CheckSession(sid) == nil {
-			sids = append(sids, sid)
-		}
-	}
-	sort.Strings(sids)
-	return sids, nil
-}
-
-// rebuildOne refolds Session sid and writes the fold unless it is already
-// stored. A worker may write newer events meanwhile: the fold then catches
-// up to them before it overwrites, so a rebuild never moves a View back.
-func (s *Store) rebuildOne(ctx context.Context, sid string) (folded int, repaired bool, err error) {
-	v := New()
-	if folded, err = s.catchUp(ctx, sid, &v); err != nil {
-		return folded, false, err
-	}
-	for {
-		cur, err := s.load(ctx, sid)
-		if err != nil {
-			return folded, false, err
-		}
-		if cur.view.LastSeq > v.LastSeq {
-			n, err := s.catchUp(ctx, sid, &v)
-			folded += n
-			if err != nil {
-				return folded, false, err
-			}
-		}
-		if cur.rev != 0 && cur.unreadable == nil && sameView(cur.view, v) {
-			return folded, false, nil
-		}
-		_, err = s.save(ctx, sid, cur.rev, v)
-		if holdover.HasCode(err, holdover.CodeConflict) {
-			continue
-		}
-		return folded, err == nil, err
-	}
 }
 
 // entry is a View as stored, with the KV revision a compare-and-set write
