@@ -32,13 +32,14 @@ const (
 )
 
 var commands = map[string]command{
+	"answer":  {answerSummary, runAnswer},
 	"dev":     {devSummary, runDev},
 	"inspect": {inspectSummary, runInspect},
 	"rebuild": {rebuildSummary, runRebuild},
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "inspect", "rebuild"}
+var commandOrder = []string{"dev", "inspect", "rebuild", "answer"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
