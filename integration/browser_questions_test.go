@@ -69,7 +69,7 @@ func TestBrowserTimedCardExpiresToWorkContinuedThenALateAnswerRendersOneReply(t 
 	require.Equal(t, "polite", p.str(browserQuery(browserCard+` [role="status"]`)+`.getAttribute("aria-live")`))
 	require.Equal(t, "true", p.str(browserQuery(browserCountdown)+`.getAttribute("aria-hidden")`))
 	p.shot("counting")
-	p.waitFor("the browserCountdown to move", browserText(browserCountdown)+` !== `+browserString(first)+` && `+browserText(browserCountdown)+`?.startsWith("Continuing in")`)
+	p.waitFor("the countdown to move", browserText(browserCountdown)+` !== `+browserString(first)+` && `+browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
 	p.waitFor("expiry", browserText(browserNotice)+` === "Work continued — you can still answer"`)
 	p.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
@@ -132,12 +132,12 @@ func TestBrowserFocusPausesAndBlurResumesTheCountdown(t *testing.T) {
 	paused := p.str(browserText(browserCountdown))
 	p.waitFor("the live region to announce the pause once", browserText(browserCard+` [role="status"]`)+`?.startsWith("Countdown paused with")`)
 	p.shot("paused")
-	time.Sleep(4 * time.Second) // a running browserCountdown would lose four seconds meanwhile
-	require.Equal(t, paused, p.str(browserText(browserCountdown)), "a paused browserCountdown keeps its remainder")
+	time.Sleep(4 * time.Second) // a running countdown would lose four seconds meanwhile
+	require.Equal(t, paused, p.str(browserText(browserCountdown)), "a paused countdown keeps its remainder")
 	require.Equal(t, "Postgres (Recommended)", p.str(`document.querySelector('`+browserCard+` input:checked')?.value`), "focus is not an edit")
 
 	p.do(chromedp.Blur(chromedp.CSS(browserCard + ` .option:nth-of-type(2) input`)))
-	p.waitFor("the browserCountdown to resume", browserQuery(browserCard+`[data-phase="running"]`)+` !== null && `+browserText(browserCountdown)+`?.startsWith("Continuing in")`)
+	p.waitFor("the countdown to resume", browserQuery(browserCard+`[data-phase="running"]`)+` !== null && `+browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	resumed := browserSeconds(t, p.str(browserText(browserCountdown)))
 	require.LessOrEqual(t, resumed, browserSeconds(t, paused), "blur resumes from the preserved remainder")
 	require.GreaterOrEqual(t, resumed, browserSeconds(t, paused)-2, "the pause held the remainder")
@@ -212,7 +212,7 @@ func TestBrowserReloadMidDraftRestoresAnswersAndDisposition(t *testing.T) {
 }
 
 func TestBrowserHidingATimedPanelKeepsTheCountdownAndTheRowReopensIt(t *testing.T) {
-	// P4, D9: hiding sends nothing; the claim and browserCountdown run on; the tool row shows the panel again.
+	// P4, D9: hiding sends nothing; the claim and countdown run on; the tool row shows the panel again.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(30), browserSayMovedOn}, "\n"))
 	const sid = "s-hide"
 	p := w.open(sid, "user", false) // watching before the agent asks
@@ -225,7 +225,7 @@ func TestBrowserHidingATimedPanelKeepsTheCountdownAndTheRowReopensIt(t *testing.
 	rowCountdown := `.question-row .countdown`
 	p.waitFor("the row's countdown", browserText(rowCountdown)+`?.startsWith("Continuing in")`)
 	p.waitFor("the row's action", browserText(`.question-row .action-show`)+` === "Show question"`)
-	p.waitFor("the browserCountdown to keep running while hidden", `(() => { const m = /(\d+)s/.exec(`+browserText(rowCountdown)+` ?? ""); return m && Number(m[1]) < `+strconv.Itoa(before)+`; })()`)
+	p.waitFor("the countdown to keep running while hidden", `(() => { const m = /(\d+)s/.exec(`+browserText(rowCountdown)+` ?? ""); return m && Number(m[1]) < `+strconv.Itoa(before)+`; })()`)
 	p.shot("hidden")
 	require.Nil(t, browserResultOf(w.events(sid), w.askCall(sid)), "hiding records nothing")
 
@@ -236,7 +236,7 @@ func TestBrowserHidingATimedPanelKeepsTheCountdownAndTheRowReopensIt(t *testing.
 }
 
 func TestBrowserAWaterfallAnswerThatLosesToTheDeadlineShowsTheResubmitHintAndTheResubmitLands(t *testing.T) {
-	// C4, W8, §7: Take time holds one Client only. The other Client's browserCountdown wins the
+	// C4, W8, §7: Take time holds one Client only. The other Client's countdown wins the
 	// foreground request while this Client's answer is still on its way; the card re-arms with the
 	// resubmit hint and the retained draft goes through the late-answer RPC.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(6), browserSayMovedOn, browserOnLateAnswer}, "\n"))
@@ -254,7 +254,7 @@ func TestBrowserAWaterfallAnswerThatLosesToTheDeadlineShowsTheResubmitHintAndThe
 	a.waitFor("the busy card", browserQuery(browserCard+`[aria-busy="true"]`)+` !== null`)
 	a.shot("answer-in-flight")
 
-	b.waitFor("b's browserCountdown to win", browserText(browserNotice)+` === "Work continued — you can still answer"`)
+	b.waitFor("b's countdown to win", browserText(browserNotice)+` === "Work continued — you can still answer"`)
 	a.waitFor("the resubmit hint", browserText(browserCard+` .hint`)+` === "The answer did not arrive before work continued; submit it again."`)
 	a.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
 	require.Equal(t, "SQLite", a.str(`document.querySelector('`+browserCard+` input:checked')?.value`), "the draft is retained")
