@@ -37,6 +37,7 @@ type logRecord struct {
 type agentScript struct {
 	r        *rand.Rand
 	sid      string
+	mix      actionMix
 	n        int // ids handed out
 	turn     string
 	open     []string // ask_user_question calls without a result, in call order
@@ -47,8 +48,22 @@ type agentScript struct {
 	replyTo  map[string]string // reply message id → call id
 }
 
-func newAgentScript(r *rand.Rand, sid string) *agentScript {
-	return &agentScript{r: r, sid: sid, asked: map[string][]holdover.Question{}, replyTo: map[string]string{}}
+// actionMix weighs what the agent does next.
+type actionMix struct {
+	header, ask, result, otherTool, dispatch, splice, claim, admit, discard, user, assistant, step, endTurn, unreadable int
+}
+
+var (
+	// questionHeavy exercises every fold rule often: a fifth of the
+	// events are questions, and some cannot be read.
+	questionHeavy = actionMix{header: 3, ask: 5, result: 5, otherTool: 2, dispatch: 1, splice: 2, claim: 1, admit: 2, discard: 1, user: 1, assistant: 1, step: 1, endTurn: 1, unreadable: 1}
+	// working looks like an agent at work: mostly tool calls and text, a
+	// question every few dozen events.
+	working = actionMix{header: 4, ask: 1, result: 1, otherTool: 14, dispatch: 0, splice: 1, claim: 1, admit: 1, discard: 0, user: 1, assistant: 6, step: 4, endTurn: 1, unreadable: 0}
+)
+
+func newAgentScript(r *rand.Rand, sid string, mix actionMix) *agentScript {
+	return &agentScript{r: r, sid: sid, mix: mix, asked: map[string][]holdover.Question{}, replyTo: map[string]string{}}
 }
 
 func (a *agentScript) id(prefix string) string {
@@ -75,21 +90,22 @@ func (a *agentScript) next() []logRecord {
 		weight int
 		do     func() []logRecord
 	}
+	m := a.mix
 	actions := []action{
-		{3, a.header},
-		{5, a.ask},
-		{5, a.result},
-		{2, a.otherTool},
-		{1, a.dispatch},
-		{2, a.splice},
-		{1, a.claim},
-		{2, a.admit},
-		{1, a.discard},
-		{1, a.userMessage},
-		{1, a.assistant},
-		{1, func() []logRecord { return []logRecord{{body: &events.StepEnd{Turn: a.turn, Step: a.n}}} }},
-		{1, a.endTurn},
-		{1, a.unreadable},
+		{m.header, a.header},
+		{m.ask, a.ask},
+		{m.result, a.result},
+		{m.otherTool, a.otherTool},
+		{m.dispatch, a.dispatch},
+		{m.splice, a.splice},
+		{m.claim, a.claim},
+		{m.admit, a.admit},
+		{m.discard, a.discard},
+		{m.user, a.userMessage},
+		{m.assistant, a.assistant},
+		{m.step, func() []logRecord { return []logRecord{{body: &events.StepEnd{Turn: a.turn, Step: a.n}}} }},
+		{m.endTurn, a.endTurn},
+		{m.unreadable, a.unreadable},
 	}
 	total := 0
 	for _, x := range actions {

@@ -37,7 +37,7 @@ func TestProjectionSurvivesAStoppedClusterNode(t *testing.T) {
 	const sessions, perSession = 5, 80
 	scripts := make([]*agentScript, sessions)
 	for i := range scripts {
-		scripts[i] = newAgentScript(rand.New(rand.NewPCG(seed, uint64(i))), "c"+strconv.Itoa(i))
+		scripts[i] = newAgentScript(rand.New(rand.NewPCG(seed, uint64(i))), "c"+strconv.Itoa(i), questionHeavy)
 	}
 	stopped := ""
 	for step := range sessions * perSession {

@@ -52,7 +52,7 @@ func TestProjectionConvergesThroughRestartsCrashesRedeliveryAndTwoWorkers(t *tes
 	const sessions, perSession = 6, 150
 	scripts := make([]*agentScript, sessions)
 	for i := range scripts {
-		scripts[i] = newAgentScript(rand.New(rand.NewPCG(seed, uint64(i))), "s"+strconv.Itoa(i))
+		scripts[i] = newAgentScript(rand.New(rand.NewPCG(seed, uint64(i))), "s"+strconv.Itoa(i), questionHeavy)
 	}
 	workers.start()
 	store := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)

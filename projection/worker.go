@@ -31,7 +31,7 @@ const maxAckPending = 20_000
 type WorkerConfig struct {
 	// Durable names the shared consumer; default [DefaultDurable].
 	Durable string
-	// Batch is the most events folded together; default 256. Events of
+	// Batch is the most events folded together; default 1,024. Events of
 	// one Session in a batch cost one KV write.
 	Batch int
 	// Parallel bounds the Sessions of one batch folded and written at
@@ -55,7 +55,7 @@ type WorkerConfig struct {
 
 func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.Durable = cmp.Or(c.Durable, DefaultDurable)
-	c.Batch = cmp.Or(c.Batch, 256)
+	c.Batch = cmp.Or(c.Batch, 1024)
 	c.Parallel = cmp.Or(c.Parallel, 16)
 	c.CacheSize = cmp.Or(c.CacheSize, 10_000)
 	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
