@@ -2,7 +2,9 @@
 // runs the whole system locally with nothing installed, and the operator
 // commands look at and repair the durable state of a running one.
 //
-//	holdover dev                    # embedded NATS + question worker, data in ./.holdover
+//	holdover dev                    # the whole system in one process, data in ./.holdover
+//	holdover agent --session s1     # an agent runtime against NATS (scripted or OpenAI-compatible model)
+//	holdover answer <session-id>    # a terminal Client: list, claim and answer questions
 //	holdover inspect <session-id>   # a Session's projection, checked against its log
 //	holdover rebuild                # refold every Session's projection
 package main
@@ -26,12 +28,13 @@ type command struct {
 }
 
 const (
-	devSummary     = "run NATS and the question worker locally, in one process"
+	devSummary     = "run the whole system locally in one process: NATS, worker, gateway and web UI, demo agent"
 	inspectSummary = "print a Session's projection and check it equals the fold of its log"
 	rebuildSummary = "refold every Session's projection from its log"
 )
 
 var commands = map[string]command{
+	"agent":   {agentSummary, runAgent},
 	"answer":  {answerSummary, runAnswer},
 	"dev":     {devSummary, runDev},
 	"inspect": {inspectSummary, runInspect},
@@ -39,7 +42,7 @@ var commands = map[string]command{
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "inspect", "rebuild", "answer"}
+var commandOrder = []string{"dev", "agent", "answer", "inspect", "rebuild"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
