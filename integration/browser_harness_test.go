@@ -24,7 +24,6 @@ import (
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/gateway"
-	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/web"
 )
@@ -99,30 +98,6 @@ func newBrowserWorld(t *testing.T, script string) *browserWorld {
 	})
 	require.NoError(t, os.MkdirAll(w.shotsDir, 0o755))
 	return w
-}
-
-// start runs Session sid's agent on a runtime of its own and starts its
-// first Turn with prompt. Unlike agentWorld.start, the agent stops when
-// the test ends before the connections it uses close, wherever the test
-// left it: a browser test often ends with a question still open.
-func (w *browserWorld) start(sid, prompt string) {
-	w.t.Helper()
-	rt := w.runtime("runtime-" + sid)
-	ctx, cancel := context.WithCancel(w.ctx)
-	a, err := rt.Open(ctx, sid)
-	require.NoError(w.t, err)
-	var running sync.WaitGroup
-	running.Go(func() {
-		if err := a.Run(ctx); err != nil {
-			w.t.Errorf("agent of %s stopped: %v", sid, err)
-		}
-	})
-	w.t.Cleanup(func() {
-		cancel()
-		running.Wait()
-	})
-	_, err = runtime.Steer(ctx, w.env.JS, sid, "", prompt)
-	require.NoError(w.t, err)
 }
 
 // browserGateway is a gateway serving the web Client on a fixed loopback

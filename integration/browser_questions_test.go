@@ -58,7 +58,7 @@ func TestBrowserTimedCardExpiresToWorkContinuedThenALateAnswerRendersOneReply(t 
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(3), browserSayMovedOn, browserOnLateAnswer}, "\n"))
 	const sid = "s-expire"
 	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	first := p.str(browserText(browserCountdown))
@@ -97,7 +97,7 @@ func TestBrowserTimedCardExpiresToWorkContinuedThenALateAnswerRendersOneReply(t 
 	p.waitFor("the expanded reply", browserText(`.row.reply .answers`)+`?.includes("Which database should the service use?")`)
 	p.shot("reply-and-row")
 
-	evts := w.awaitTypes(sid, events.TypeTurnEnd, 2)
+	evts := w.AwaitCount(sid, events.TypeTurnEnd, 2)
 	replies := 0
 	for _, e := range evts {
 		if m, ok := e.Body.(*events.UserMessage); ok && m.Message.Source.IsQuestionReply() {
@@ -124,7 +124,7 @@ func TestBrowserFocusPausesAndBlurResumesTheCountdown(t *testing.T) {
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(30), browserSayMovedOn}, "\n"))
 	const sid = "s-focus"
 	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
 	p.do(chromedp.Focus(chromedp.CSS(browserCard + ` .option:nth-of-type(2) input`)))
@@ -151,7 +151,7 @@ func TestBrowserTakeTimeThenAnswerAfterTheHostDeadlineSettlesThroughTheWaterfall
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(3), browserSayMovedOn}, "\n"))
 	const sid = "s-take-time"
 	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	// The call started before its card showed, so the Host's original deadline is at most 3 s from now.
 	deadline := time.Now().Add(3 * time.Second)
@@ -161,7 +161,7 @@ func TestBrowserTakeTimeThenAnswerAfterTheHostDeadlineSettlesThroughTheWaterfall
 
 	call := w.askCall(sid)
 	time.Sleep(time.Until(deadline.Add(time.Second))) // well past the Host's original deadline
-	require.Nil(t, browserResultOf(w.events(sid), call), "the claim holds the Host deadline")
+	require.Nil(t, browserResultOf(w.Events(sid), call), "the claim holds the Host deadline")
 	require.Equal(t, "Waiting until you answer", p.str(browserText(browserCountdown)))
 
 	p.click(browserCard + ` .option:nth-of-type(2)`)
@@ -178,7 +178,7 @@ func TestBrowserReloadMidDraftRestoresAnswersAndDisposition(t *testing.T) {
 	w := newBrowserWorld(t, strings.Join([]string{browserAskTwo(60), browserSayMovedOn}, "\n"))
 	const sid = "s-reload"
 	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
 	p.do(chromedp.Focus(chromedp.CSS(browserCard+` .option:nth-of-type(1) input`)), chromedp.KeyEvent(kb.ArrowDown))
@@ -216,7 +216,7 @@ func TestBrowserHidingATimedPanelKeepsTheCountdownAndTheRowReopensIt(t *testing.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(30), browserSayMovedOn}, "\n"))
 	const sid = "s-hide"
 	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	before := browserSeconds(t, p.str(browserText(browserCountdown)))
 
@@ -227,7 +227,7 @@ func TestBrowserHidingATimedPanelKeepsTheCountdownAndTheRowReopensIt(t *testing.
 	p.waitFor("the row's action", browserText(`.question-row .action-show`)+` === "Show question"`)
 	p.waitFor("the countdown to keep running while hidden", `(() => { const m = /(\d+)s/.exec(`+browserText(rowCountdown)+` ?? ""); return m && Number(m[1]) < `+strconv.Itoa(before)+`; })()`)
 	p.shot("hidden")
-	require.Nil(t, browserResultOf(w.events(sid), w.askCall(sid)), "hiding records nothing")
+	require.Nil(t, browserResultOf(w.Events(sid), w.askCall(sid)), "hiding records nothing")
 
 	p.click(`.question-row .action-show`)
 	p.waitFor("the panel again, still counting", browserQuery(browserCard+`[data-phase="running"]`)+` !== null`)
@@ -243,7 +243,7 @@ func TestBrowserAWaterfallAnswerThatLosesToTheDeadlineShowsTheResubmitHintAndThe
 	const sid = "s-resubmit"
 	a := w.open(sid, "a", true)
 	b := w.open(sid, "b", true)
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 	a.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	b.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
@@ -271,8 +271,8 @@ func TestBrowserAWaterfallAnswerThatLosesToTheDeadlineShowsTheResubmitHintAndThe
 	call := w.askCall(sid)
 	res := w.awaitResult(sid, call)
 	require.Contains(t, events.JoinText(res.Content), `"pending":true`, "the deadline won the foreground request")
-	w.await(sid, "the admitted late reply", func(evts []events.Event) bool { return browserLateReply(evts, call) != nil })
-	require.JSONEq(t, `[{"id":"db","selected":["SQLite"]}]`, string(browserJSON(t, browserLateReply(w.events(sid), call).Answers)))
+	w.Await(sid, "the admitted late reply", func(evts []events.Event) bool { return browserLateReply(evts, call) != nil })
+	require.JSONEq(t, `[{"id":"db","selected":["SQLite"]}]`, string(browserJSON(t, browserLateReply(w.Events(sid), call).Answers)))
 }
 
 func TestBrowserTwoClientsOneAnswersAndTheOthersCardCloses(t *testing.T) {
@@ -281,7 +281,7 @@ func TestBrowserTwoClientsOneAnswersAndTheOthersCardCloses(t *testing.T) {
 	const sid = "s-two"
 	a := w.open(sid, "a", true)
 	b := w.open(sid, "b", true)
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 	a.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	b.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	b.click(browserCard + ` .option:nth-of-type(1)`) // b starts a draft of its own
@@ -304,7 +304,7 @@ func TestBrowserGatewayRestartKeepsCardsAndDrafts(t *testing.T) {
 	w := newBrowserWorld(t, strings.Join([]string{browserAskTwo(60), browserSayMovedOn}, "\n"))
 	const sid = "s-restart"
 	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	p.click(browserCard + ` .option:nth-of-type(2)`)
 	p.keys(browserCard+` textarea`, "with WAL")
@@ -338,7 +338,7 @@ func TestBrowserQueuedReplyRowShowsViewAnswersBeforeAndAfterReload(t *testing.T)
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(2), "work 1 step of 10m", browserSayMovedOn, browserOnLateAnswer}, "\n"))
 	const sid = "s-queued"
 	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(sid, "Set up the service")
+	w.start(w.ctx, sid, "Set up the service")
 	p.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
 	w.working(sid)
 
@@ -368,7 +368,7 @@ func TestBrowserQueuedReplyRowShowsViewAnswersBeforeAndAfterReload(t *testing.T)
 // askCall is the call id of the Session's ask_user_question tool call, once recorded.
 func (w *browserWorld) askCall(sid string) string {
 	w.t.Helper()
-	for _, e := range w.awaitTypes(sid, events.TypeToolCall, 1) {
+	for _, e := range w.AwaitCount(sid, events.TypeToolCall, 1) {
 		if c, ok := e.Body.(*events.ToolCall); ok && c.Name == "ask_user_question" {
 			return c.CallID
 		}
@@ -380,7 +380,7 @@ func (w *browserWorld) askCall(sid string) string {
 // awaitResult waits for the tool result of callID.
 func (w *browserWorld) awaitResult(sid, callID string) *events.ToolResult {
 	w.t.Helper()
-	evts := w.await(sid, "the result of "+callID, func(evts []events.Event) bool { return browserResultOf(evts, callID) != nil })
+	evts := w.Await(sid, "the result of "+callID, func(evts []events.Event) bool { return browserResultOf(evts, callID) != nil })
 	return browserResultOf(evts, callID)
 }
 

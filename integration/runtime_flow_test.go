@@ -12,6 +12,7 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/runtime/runtimetest"
 	"github.com/holdover-dev/holdover/userquestions"
 )
 
@@ -42,15 +43,15 @@ say Using {result}.`)
 
 	w.start(w.ctx, "s1", "Set up the service.")
 	require.NoError(t, <-client.errs)
-	evts := w.awaitTypes("s1", events.TypeTurnEnd, 1)
+	evts := w.AwaitCount("s1", events.TypeTurnEnd, 1)
 
-	result := lastOf[*events.ToolResult](t, evts)
+	result := runtimetest.Last[*events.ToolResult](t, evts)
 	require.False(t, result.IsError)
 	require.JSONEq(t, `{"answers":[{"id":"db","selected":["SQLite"]}]}`, events.JoinText(result.Content))
-	require.Equal(t, `Using {"answers":[{"id":"db","selected":["SQLite"]}]}.`, events.JoinText(lastOf[*events.AssistantMessage](t, evts).Content))
+	require.Equal(t, `Using {"answers":[{"id":"db","selected":["SQLite"]}]}.`, events.JoinText(runtimetest.Last[*events.AssistantMessage](t, evts).Content))
 	view := w.projected("s1")
 	require.Empty(t, view.Active)
-	require.Equal(t, []projection.Settled{{CallID: "call_1", Questions: dbQuestions, Answers: answers, Late: false, Seq: evts[indexOfType(evts, events.TypeToolResult)].Seq}}, view.Settled)
+	require.Equal(t, []projection.Settled{{CallID: "call_1", Questions: dbQuestions, Answers: answers, Late: false, Seq: evts[runtimetest.IndexOf(evts, events.TypeToolResult)].Seq}}, view.Settled)
 }
 
 const lateScript = `ask db "Which database?" options Postgres,SQLite timeout 1
@@ -70,11 +71,11 @@ func TestRuntimeLateAnswerIsAdmittedAtTheNextStep(t *testing.T) {
 	w.start(w.ctx, "s1", "Set up the service.")
 	w.working("s1")
 
-	evts := w.events("s1")
-	pending, ok := holdover.ParsePending(events.JoinText(lastOf[*events.ToolResult](t, evts).Content))
-	require.True(t, ok, "the call returned pending:\n%s", agentLog(evts))
+	evts := w.Events("s1")
+	pending, ok := holdover.ParsePending(events.JoinText(runtimetest.Last[*events.ToolResult](t, evts).Content))
+	require.True(t, ok, "the call returned pending:\n%s", runtimetest.Describe(evts))
 	require.Equal(t, "call_1", pending.CallID)
-	require.Equal(t, runtime.SleepTool, lastOf[*events.ToolCall](t, evts).Name, "the agent moved on to independent work")
+	require.Equal(t, runtime.SleepTool, runtimetest.Last[*events.ToolCall](t, evts).Name, "the agent moved on to independent work")
 	view := w.projected("s1")
 	require.Equal(t, projection.Continued, view.Active[0].Status)
 
@@ -82,27 +83,27 @@ func TestRuntimeLateAnswerIsAdmittedAtTheNextStep(t *testing.T) {
 	res, err := w.answer("s1", "call_1", answers...)
 	require.NoError(t, err)
 	require.True(t, res.Accepted)
-	evts = w.awaitTypes("s1", events.TypeInboxSpliced, 2)
-	spliced := lastOf[*events.InboxSpliced](t, evts)
+	evts = w.AwaitCount("s1", events.TypeInboxSpliced, 2)
+	spliced := runtimetest.Last[*events.InboxSpliced](t, evts)
 	require.Equal(t, res.MessageID, spliced.Message.ID)
 	require.Equal(t, events.QuestionReply("call_1"), spliced.Message.Source)
-	require.Equal(t, 1, countTypes(evts, events.TypeUserMessage), "queued, not admitted, while the tool runs")
+	require.Equal(t, 1, runtimetest.Count(evts, events.TypeUserMessage), "queued, not admitted, while the tool runs")
 
 	_, err = w.answer("s1", "call_1", holdover.Answer{ID: "db", Selected: []string{"Postgres"}})
 	require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err), "one reply per call awaits admission (D6)")
 
 	w.clock.Advance(10 * time.Second) // the running step ends
-	evts = w.awaitTypes("s1", events.TypeTurnEnd, 1)
-	admitted := indexOfType(evts, events.TypeUserMessage)
-	admitted = admitted + 1 + indexOfType(evts[admitted+1:], events.TypeUserMessage)
+	evts = w.AwaitCount("s1", events.TypeTurnEnd, 1)
+	admitted := runtimetest.IndexOf(evts, events.TypeUserMessage)
+	admitted = admitted + 1 + runtimetest.IndexOf(evts[admitted+1:], events.TypeUserMessage)
 	require.Equal(t, []events.Type{events.TypeToolResult, events.TypeStepEnd, events.TypeInboxClaimed, events.TypeUserMessage, events.TypeRequestHeader},
-		agentTypes(evts[admitted-3:admitted+2]), "admitted after the running tool's result, before the next request:\n%s", agentLog(evts))
+		runtimetest.Types(evts[admitted-3:admitted+2]), "admitted after the running tool's result, before the next request:\n%s", runtimetest.Describe(evts))
 	require.Equal(t, res.MessageID, evts[admitted].Body.(*events.UserMessage).Message.ID)
 
-	replies := lateReplies(w.model.last())
+	replies := lateReplies(w.model.Last())
 	require.Len(t, replies, 1)
 	require.Equal(t, events.Reply{Kind: events.ReplyKind, Tool: holdover.ToolName, CallID: "call_1", Questions: dbQuestions, Answers: answers}, replies[0])
-	require.Equal(t, "Switching to db=SQLite for call_1.", events.JoinText(lastOf[*events.AssistantMessage](t, evts).Content))
+	require.Equal(t, "Switching to db=SQLite for call_1.", events.JoinText(runtimetest.Last[*events.AssistantMessage](t, evts).Content))
 
 	view = w.projected("s1")
 	require.Empty(t, view.Active)
@@ -125,9 +126,9 @@ func TestRuntimeDiscardedReplyCanBeAnsweredAgain(t *testing.T) {
 	first, err := w.answer("s1", "call_1", holdover.Answer{ID: "db", Selected: []string{"Postgres"}})
 	require.NoError(t, err)
 	require.True(t, first.Accepted)
-	w.awaitTypes("s1", events.TypeInboxSpliced, 2)
+	w.AwaitCount("s1", events.TypeInboxSpliced, 2)
 	require.NoError(t, runtime.Discard(w.ctx, w.env.Conn, "s1", first.MessageID, "the user changed their mind"))
-	w.awaitTypes("s1", events.TypeInboxDiscarded, 1)
+	w.AwaitCount("s1", events.TypeInboxDiscarded, 1)
 
 	var second holdover.AnswerResult
 	require.Eventually(t, func() bool { // the reservation follows the log
@@ -135,10 +136,10 @@ func TestRuntimeDiscardedReplyCanBeAnsweredAgain(t *testing.T) {
 		return err == nil
 	}, agentPatience, 5*time.Millisecond, "the call stayed REPLY_QUEUED after the discard: %v", err)
 	require.True(t, second.Accepted)
-	w.awaitTypes("s1", events.TypeInboxSpliced, 3)
+	w.AwaitCount("s1", events.TypeInboxSpliced, 3)
 
 	w.clock.Advance(10 * time.Second)
-	evts := w.awaitTypes("s1", events.TypeTurnEnd, 1)
+	evts := w.AwaitCount("s1", events.TypeTurnEnd, 1)
 	var admitted []string
 	for _, e := range evts {
 		if um, ok := e.Body.(*events.UserMessage); ok && um.Message.Source.IsQuestionReply() {
@@ -160,12 +161,12 @@ child:
 ask db "Which database?" options Postgres,SQLite timeout 1
 say Open question for the user: {result}`)
 	w.start(w.ctx, "s1", "Set up the service.")
-	evts := w.awaitTypes("s1", events.TypeTurnEnd, 1)
-	call := lastOf[*events.ToolCall](t, evts)
-	child := w.events(runtime.ChildSession("s1", call.CallID))
-	refused := lastOf[*events.ToolResult](t, child)
+	evts := w.AwaitCount("s1", events.TypeTurnEnd, 1)
+	call := runtimetest.Last[*events.ToolCall](t, evts)
+	child := w.Events(runtime.ChildSession("s1", call.CallID))
+	refused := runtimetest.Last[*events.ToolResult](t, child)
 	require.Equal(t, holdover.CodeDelegatedCaller, refused.Error.Code)
-	text := events.JoinText(lastOf[*events.ToolResult](t, evts).Content)
+	text := events.JoinText(runtimetest.Last[*events.ToolResult](t, evts).Content)
 	require.Contains(t, text, "Open question for the user: DELEGATED_CALLER:")
 	require.Contains(t, text, "put the open question in your final result")
 	require.Empty(t, w.projected("s1").Active)
@@ -181,24 +182,24 @@ work 2 steps of 10s
 on late answer say Late answer {answers} for {callId}.`)
 	w.start(w.ctx, "s1", "Set up the service.")
 	w.working("s1")
-	evts := w.events("s1")
-	dispatch := lastOf[*events.PTCDispatch](t, evts)
+	evts := w.Events("s1")
+	dispatch := runtimetest.Last[*events.PTCDispatch](t, evts)
 	require.Equal(t, "call_1/1", dispatch.CallID)
 	require.Equal(t, "call_1", dispatch.ParentCallID)
 	_, pending := holdover.ParsePending(events.JoinText(dispatch.Content))
 	require.True(t, pending)
-	require.Equal(t, "asked; the answer comes later", events.JoinText(lastOf[*events.ToolResult](t, evts).Content))
+	require.Equal(t, "asked; the answer comes later", events.JoinText(runtimetest.Last[*events.ToolResult](t, evts).Content))
 	view := w.projected("s1")
-	require.Equal(t, []projection.Call{{CallID: "call_1/1", Status: projection.Continued, Questions: dbQuestions, ParentCallID: "call_1", Seq: evts[indexOfType(evts, events.TypePTCDispatch)].Seq}}, view.Active)
+	require.Equal(t, []projection.Call{{CallID: "call_1/1", Status: projection.Continued, Questions: dbQuestions, ParentCallID: "call_1", Seq: evts[runtimetest.IndexOf(evts, events.TypePTCDispatch)].Seq}}, view.Active)
 
 	answers := []holdover.Answer{{ID: "db", Selected: []string{"Postgres"}}}
 	res, err := w.answer("s1", "call_1/1", answers...)
 	require.NoError(t, err)
 	require.True(t, res.Accepted)
-	w.awaitTypes("s1", events.TypeInboxSpliced, 2)
+	w.AwaitCount("s1", events.TypeInboxSpliced, 2)
 	w.clock.Advance(10 * time.Second)
-	evts = w.awaitTypes("s1", events.TypeTurnEnd, 1)
-	require.Equal(t, "Late answer db=Postgres for call_1/1.", events.JoinText(lastOf[*events.AssistantMessage](t, evts).Content))
+	evts = w.AwaitCount("s1", events.TypeTurnEnd, 1)
+	require.Equal(t, "Late answer db=Postgres for call_1/1.", events.JoinText(runtimetest.Last[*events.AssistantMessage](t, evts).Content))
 	view = w.projected("s1")
 	require.Empty(t, view.Active)
 	require.Equal(t, answers, view.Settled[0].Answers)
@@ -227,15 +228,15 @@ func TestRuntimeAnswerResumesAStoppedSession(t *testing.T) {
 
 	// The resumed agent goes on with the interrupted Turn; the reply waits
 	// for the next step boundary, after the sleep it may have started.
-	evts := w.await("s1", "the reply spliced by the resumed agent", func(evts []events.Event) bool {
-		return countTypes(evts, events.TypeInboxSpliced) == 2 && (countTypes(evts, events.TypeUserMessage) == 2 || sleeping(evts))
+	evts := w.Await("s1", "the reply spliced by the resumed agent", func(evts []events.Event) bool {
+		return runtimetest.Count(evts, events.TypeInboxSpliced) == 2 && (runtimetest.Count(evts, events.TypeUserMessage) == 2 || sleeping(evts))
 	})
-	if countTypes(evts, events.TypeUserMessage) < 2 {
+	if runtimetest.Count(evts, events.TypeUserMessage) < 2 {
 		w.working("s1")
 		w.clock.Advance(10 * time.Second)
 	}
-	evts = w.await("s1", "the reply admitted by the resumed agent", func(evts []events.Event) bool {
-		return countTypes(evts, events.TypeUserMessage) == 2 && evts[len(evts)-1].Type == events.TypeTurnEnd
+	evts = w.Await("s1", "the reply admitted by the resumed agent", func(evts []events.Event) bool {
+		return runtimetest.Count(evts, events.TypeUserMessage) == 2 && evts[len(evts)-1].Type == events.TypeTurnEnd
 	})
 	repaired := 0
 	for _, e := range evts {
@@ -249,24 +250,7 @@ func TestRuntimeAnswerResumesAStoppedSession(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, live)
 	require.Equal(t, "pool-1", rec.Instance)
-	require.Len(t, lateReplies(w.model.last()), 1)
-	require.Equal(t, res.MessageID, lastOf[*events.UserMessage](t, evts).Message.ID)
+	require.Len(t, lateReplies(w.model.Last()), 1)
+	require.Equal(t, res.MessageID, runtimetest.Last[*events.UserMessage](t, evts).Message.ID)
 	require.True(t, w.projected("s1").Settled[0].Late)
-}
-
-func agentTypes(evts []events.Event) []events.Type {
-	out := make([]events.Type, len(evts))
-	for i, e := range evts {
-		out[i] = e.Type
-	}
-	return out
-}
-
-func indexOfType(evts []events.Event, typ events.Type) int {
-	for i, e := range evts {
-		if e.Type == typ {
-			return i
-		}
-	}
-	return -1
 }

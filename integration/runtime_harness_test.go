@@ -2,9 +2,7 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
+	"github.com/holdover-dev/holdover/runtime/runtimetest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -36,17 +35,17 @@ const agentPatience = 20 * time.Second
 // runtime's clock, which paces the scripted agent's independent work
 // (sleep), is fake, so a test decides when each step ends.
 type agentWorld struct {
-	t      *testing.T
-	ctx    context.Context
-	env    *embeddedtest.Env
-	clock  *clockwork.FakeClock
-	log    *sessionlog.Log
-	store  *projection.Store
-	worker *userquestions.Service
-	user   *userquestions.Client
-	model  *agentSpy
-	script *scripted.Script
-	agents sync.WaitGroup
+	*runtimetest.Logs // reads and awaits the Session logs
+	t                 *testing.T
+	ctx               context.Context
+	env               *embeddedtest.Env
+	clock             *clockwork.FakeClock
+	store             *projection.Store
+	worker            *userquestions.Service
+	user              *userquestions.Client
+	model             *runtimetest.Spy
+	script            *scripted.Script
+	agents            sync.WaitGroup
 }
 
 func newAgentWorld(t *testing.T, script string) *agentWorld {
@@ -57,9 +56,9 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	require.NoError(t, err)
 	w := &agentWorld{
 		t: t, ctx: ctx, env: env, clock: clockwork.NewFakeClock(),
-		log:    sessionlog.New(env.JS, env.Topology.Sessions),
+		Logs:   runtimetest.NewLogs(t, ctx, sessionlog.New(env.JS, env.Topology.Sessions), agentPatience),
 		store:  projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions),
-		model:  &agentSpy{Model: s.Model()},
+		model:  &runtimetest.Spy{Model: s.Model()},
 		script: s,
 	}
 	quiet := slog.New(slog.DiscardHandler)
@@ -96,57 +95,37 @@ func (w *agentWorld) runtime(instance string) *runtime.Runtime {
 	return rt
 }
 
-// start runs Session sid on a new runtime until ctx ends and starts its
-// first Turn with prompt.
+// start runs Session sid's agent on a runtime of its own until ctx or the
+// test ends, and starts its first Turn with prompt. The agent stops before
+// the connections it uses close, wherever the test left it: a test may
+// end with a question still open.
 func (w *agentWorld) start(ctx context.Context, sid, prompt string) {
 	w.t.Helper()
 	rt := w.runtime("runtime-" + sid)
+	ctx, cancel := context.WithCancel(ctx)
 	a, err := rt.Open(ctx, sid)
 	require.NoError(w.t, err)
-	w.agents.Go(func() {
+	var running sync.WaitGroup
+	running.Go(func() {
 		if err := a.Run(ctx); err != nil {
 			w.t.Errorf("agent of %s stopped: %v", sid, err)
 		}
 	})
+	// Registered after w.runtime's connections, so it runs before they
+	// close.
+	w.t.Cleanup(func() {
+		cancel()
+		running.Wait()
+	})
 	_, err = runtime.Steer(ctx, w.env.JS, sid, "", prompt)
 	require.NoError(w.t, err)
-}
-
-func (w *agentWorld) events(sid string) []events.Event {
-	w.t.Helper()
-	evts, bad, err := w.log.Read(w.ctx, sid, 0)
-	require.NoError(w.t, err)
-	require.Empty(w.t, bad)
-	return evts
-}
-
-// await waits until Session sid's log satisfies done.
-func (w *agentWorld) await(sid, what string, done func([]events.Event) bool) []events.Event {
-	w.t.Helper()
-	deadline := time.Now().Add(agentPatience)
-	for {
-		evts := w.events(sid)
-		switch {
-		case done(evts):
-			return evts
-		case time.Now().After(deadline):
-			w.t.Fatalf("waited %s for %s; the log is:\n%s", agentPatience, what, agentLog(evts))
-		}
-		time.Sleep(5 * time.Millisecond) // poll the log; JetStream reads are cheap
-	}
-}
-
-// awaitTypes waits until the log holds n events of type typ.
-func (w *agentWorld) awaitTypes(sid string, typ events.Type, n int) []events.Event {
-	w.t.Helper()
-	return w.await(sid, fmt.Sprintf("%d %s events", n, typ), func(evts []events.Event) bool { return countTypes(evts, typ) >= n })
 }
 
 // working waits until the agent is inside its sleep tool (doing
 // independent work while a question is pending) on Session sid.
 func (w *agentWorld) working(sid string) {
 	w.t.Helper()
-	w.await(sid, "a sleep call", func(evts []events.Event) bool { return sleeping(evts) })
+	w.Await(sid, "a sleep call", func(evts []events.Event) bool { return sleeping(evts) })
 	ctx, cancel := context.WithTimeout(w.ctx, agentPatience)
 	defer cancel()
 	require.NoError(w.t, w.clock.BlockUntilContext(ctx, 1), "the agent never started its independent work")
@@ -169,26 +148,6 @@ func (w *agentWorld) projected(sid string) projection.View {
 		return err == nil && equal
 	}, agentPatience, 5*time.Millisecond, "the projection of %s never equalled the fold of its log:\nstored %+v\nfolded %+v", sid, stored, folded)
 	return stored
-}
-
-// agentSpy is the scripted model, remembering every request.
-type agentSpy struct {
-	model.Model
-	mu       sync.Mutex
-	requests []model.Request
-}
-
-func (s *agentSpy) Complete(ctx context.Context, req model.Request) (model.Response, error) {
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
-	return s.Model.Complete(ctx, req)
-}
-
-func (s *agentSpy) last() model.Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests[len(s.requests)-1]
 }
 
 // lateReplies returns the late answers a request showed the model: user
@@ -215,39 +174,4 @@ func sleeping(evts []events.Event) bool {
 		}
 	}
 	return false
-}
-
-func countTypes(evts []events.Event, typ events.Type) int {
-	n := 0
-	for _, e := range evts {
-		if e.Type == typ {
-			n++
-		}
-	}
-	return n
-}
-
-// lastOf returns the last event body of type B.
-func lastOf[B events.Body](t *testing.T, evts []events.Event) B {
-	t.Helper()
-	for i := len(evts) - 1; i >= 0; i-- {
-		if b, ok := evts[i].Body.(B); ok {
-			return b
-		}
-	}
-	var zero B
-	t.Fatalf("no %T in the log:\n%s", zero, agentLog(evts))
-	return zero
-}
-
-func agentLog(evts []events.Event) string {
-	var b strings.Builder
-	for _, e := range evts {
-		data := string(e.Data)
-		if e.Type == events.TypeRequestHeader {
-			data = "…"
-		}
-		fmt.Fprintf(&b, "  %d %s %s\n", e.Seq, e.Type, data)
-	}
-	return b.String()
 }

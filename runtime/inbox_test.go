@@ -11,6 +11,7 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
+	"github.com/holdover-dev/holdover/runtime/runtimetest"
 )
 
 // A queued message can be discarded before its step claims it, through
@@ -19,14 +20,14 @@ func TestDiscardDropsAQueuedMessage(t *testing.T) {
 	h := start(t, "work 1 of 10s\nsay Done.")
 	h.run("s1")
 	h.steer("s1", "start")
-	h.awaitCount("s1", events.TypeToolCall, 1)
+	h.AwaitCount("s1", events.TypeToolCall, 1)
 	require.NoError(t, h.clock.BlockUntilContext(h.ctx, 1))
 	queued := h.steer("s1", "never mind")
-	h.awaitCount("s1", events.TypeInboxSpliced, 2)
+	h.AwaitCount("s1", events.TypeInboxSpliced, 2)
 
 	require.NoError(t, runtime.Discard(h.ctx, h.env.Conn, "s1", queued, "the user took it back"))
-	evts := h.events("s1")
-	discarded := last[*events.InboxDiscarded](t, evts)
+	evts := h.Events("s1")
+	discarded := runtimetest.Last[*events.InboxDiscarded](t, evts)
 	require.Equal(t, queued, discarded.MessageID)
 	require.Equal(t, "the user took it back", discarded.Reason)
 
@@ -39,9 +40,9 @@ func TestDiscardDropsAQueuedMessage(t *testing.T) {
 	require.Contains(t, err.Error(), "no running agent")
 
 	h.clock.Advance(10 * time.Second)
-	evts = h.awaitCount("s1", events.TypeTurnEnd, 1)
-	require.Equal(t, 1, count(evts, events.TypeUserMessage), "the discarded message was never admitted")
-	require.Equal(t, []string{"start"}, texts(h.model.last(), model.User))
+	evts = h.AwaitCount("s1", events.TypeTurnEnd, 1)
+	require.Equal(t, 1, runtimetest.Count(evts, events.TypeUserMessage), "the discarded message was never admitted")
+	require.Equal(t, []string{"start"}, texts(h.model.Last(), model.User))
 	err = runtime.Discard(h.ctx, h.env.Conn, "s1", evts[0].Body.(*events.InboxSpliced).Message.ID, "")
 	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err), "an admitted message cannot be discarded")
 }
@@ -63,14 +64,14 @@ func TestTurnThatEndsDiscardsWhatItDidNotAdmit(t *testing.T) {
 	h := start(t, "", func(cfg *runtime.Config) { cfg.Model = f })
 	h.run("s1")
 	h.steer("s1", "one")
-	h.awaitCount("s1", events.TypeRequestHeader, 1)
+	h.AwaitCount("s1", events.TypeRequestHeader, 1)
 	queued := h.steer("s1", "two")
-	h.awaitCount("s1", events.TypeInboxSpliced, 2)
+	h.AwaitCount("s1", events.TypeInboxSpliced, 2)
 	close(f.release)
 
-	evts := h.awaitCount("s1", events.TypeTurnEnd, 1)
+	evts := h.AwaitCount("s1", events.TypeTurnEnd, 1)
 	n := len(evts)
-	require.Equal(t, []events.Type{events.TypeInboxDiscarded, events.TypeTurnEnd}, types(evts[n-2:]), describe(evts))
+	require.Equal(t, []events.Type{events.TypeInboxDiscarded, events.TypeTurnEnd}, runtimetest.Types(evts[n-2:]), runtimetest.Describe(evts))
 	require.Equal(t, queued, evts[n-2].Body.(*events.InboxDiscarded).MessageID)
 	require.Contains(t, evts[n-1].Body.(*events.TurnEnd).Reason, "the provider is down")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/runtime/runtimetest"
 )
 
 // A second instance that opens a Session takes it over: it registers a new
@@ -23,7 +24,7 @@ func TestSecondInstanceFencesOutTheFirst(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- first.Run(h.ctx) }()
 	h.steer("s1", "go")
-	h.awaitCount("s1", events.TypeToolCall, 1)
+	h.AwaitCount("s1", events.TypeToolCall, 1)
 	require.NoError(t, h.clock.BlockUntilContext(h.ctx, 1)) // the first instance is inside a tool call
 
 	other, err := runtime.New(h.ctx, runtime.Config{
@@ -34,8 +35,8 @@ func TestSecondInstanceFencesOutTheFirst(t *testing.T) {
 	second, err := other.Open(h.ctx, "s1")
 	require.NoError(t, err)
 	require.Equal(t, first.Ref().Epoch+1, second.Ref().Epoch)
-	evts := h.events("s1")
-	repair := last[*events.ToolResult](t, evts)
+	evts := h.Events("s1")
+	repair := runtimetest.Last[*events.ToolResult](t, evts)
 	require.Equal(t, holdover.CodeToolOutcomeUnknown, repair.Error.Code, "the takeover repairs the call the first instance is still running")
 
 	stale := first.Ref()
@@ -52,7 +53,7 @@ func TestSecondInstanceFencesOutTheFirst(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the fenced-out instance kept running")
 	}
-	require.Equal(t, len(evts), len(h.events("s1")), "the stale instance appended nothing after the takeover")
+	require.Equal(t, len(evts), len(h.Events("s1")), "the stale instance appended nothing after the takeover")
 }
 
 // The pool answers resume requests (D7): an instance takes the Session,
@@ -80,8 +81,8 @@ func TestPoolResumesSessionsOnRequest(t *testing.T) {
 	require.Equal(t, rec.Epoch, rec2.Epoch, "a running Session is not registered again")
 
 	h.steer("s9", "hello")
-	evts := h.awaitCount("s9", events.TypeTurnEnd, 1)
-	require.Equal(t, "Back.", events.JoinText(last[*events.AssistantMessage](t, evts).Content))
+	evts := h.AwaitCount("s9", events.TypeTurnEnd, 1)
+	require.Equal(t, "Back.", events.JoinText(runtimetest.Last[*events.AssistantMessage](t, evts).Content))
 
 	_, err = liveroot.RequestResume(h.ctx, h.env.Conn, "bad.session")
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))

@@ -11,6 +11,7 @@ import (
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
+	"github.com/holdover-dev/holdover/runtime/runtimetest"
 )
 
 // A Turn records, in order: the splice of the message that starts it, the
@@ -21,14 +22,14 @@ func TestTurnRecordsEveryStepInOrder(t *testing.T) {
 	h := start(t, "work 1 steps\nsay Done.", timed)
 	h.run("s1")
 	id := h.steer("s1", "hello")
-	evts := h.awaitCount("s1", events.TypeTurnEnd, 1)
+	evts := h.AwaitCount("s1", events.TypeTurnEnd, 1)
 
 	require.Equal(t, []events.Type{
 		events.TypeInboxSpliced, events.TypeTurnStart, events.TypeInboxClaimed, events.TypeUserMessage,
 		events.TypeRequestHeader, events.TypeToolCall, events.TypeToolResult, events.TypeStepEnd,
 		events.TypeRequestHeader, events.TypeAssistantMessage, events.TypeStepEnd,
 		events.TypeTurnEnd,
-	}, types(evts), describe(evts))
+	}, runtimetest.Types(evts), runtimetest.Describe(evts))
 
 	spliced := evts[0].Body.(*events.InboxSpliced)
 	require.Equal(t, id, spliced.Message.ID)
@@ -56,7 +57,7 @@ func TestTurnRecordsEveryStepInOrder(t *testing.T) {
 	require.Equal(t, "done", evts[11].Body.(*events.TurnEnd).Reason)
 
 	// The model's second request held the first step's call and result.
-	req := h.model.last()
+	req := h.model.Last()
 	require.Equal(t, []model.Role{model.User, model.Assistant, model.Tool}, roles(req))
 	require.Equal(t, "slept 0 ms", req.Messages[2].Text)
 	require.Equal(t, call.CallID, req.Messages[1].ToolCalls[0].ID)
@@ -68,14 +69,14 @@ func TestIdleAgentStartsANewTurnForEachMessage(t *testing.T) {
 	h := start(t, "say One.\nsay Two.")
 	h.run("s1")
 	h.steer("s1", "first")
-	h.awaitCount("s1", events.TypeTurnEnd, 1)
+	h.AwaitCount("s1", events.TypeTurnEnd, 1)
 	h.steer("s1", "second")
-	evts := h.awaitCount("s1", events.TypeTurnEnd, 2)
-	require.Equal(t, 2, count(evts, events.TypeTurnStart))
-	req := h.model.last()
+	evts := h.AwaitCount("s1", events.TypeTurnEnd, 2)
+	require.Equal(t, 2, runtimetest.Count(evts, events.TypeTurnStart))
+	req := h.model.Last()
 	require.Equal(t, []string{"first", "second"}, texts(req, model.User))
 	require.Equal(t, []string{"One."}, texts(req, model.Assistant))
-	require.Equal(t, "Two.", events.JoinText(last[*events.AssistantMessage](t, evts).Content))
+	require.Equal(t, "Two.", events.JoinText(runtimetest.Last[*events.AssistantMessage](t, evts).Content))
 	require.Equal(t, []string{holdover.ToolName, runtime.RunCodeTool, runtime.SubagentTool, runtime.SleepTool}, toolNames(req))
 	require.False(t, projection.Fold(evts).Timed, "legacy mode records the legacy schema (M1)")
 }
@@ -87,39 +88,39 @@ func TestSteeredMessageWaitsForTheStepBoundary(t *testing.T) {
 	h := start(t, "work 1 of 10s\nsay Done.")
 	h.run("s1")
 	h.steer("s1", "start")
-	h.awaitCount("s1", events.TypeToolCall, 1)
+	h.AwaitCount("s1", events.TypeToolCall, 1)
 	require.NoError(t, h.clock.BlockUntilContext(h.ctx, 1)) // the sleep is running
 
 	late := h.steer("s1", "also this")
-	evts := h.awaitCount("s1", events.TypeInboxSpliced, 2)
+	evts := h.AwaitCount("s1", events.TypeInboxSpliced, 2)
 	require.Equal(t, events.TypeToolCall, evts[len(evts)-2].Type, "spliced while the tool runs")
-	require.Equal(t, 1, count(evts, events.TypeUserMessage), "not admitted while the tool runs")
+	require.Equal(t, 1, runtimetest.Count(evts, events.TypeUserMessage), "not admitted while the tool runs")
 
 	h.clock.Advance(10 * time.Second)
-	evts = h.awaitCount("s1", events.TypeTurnEnd, 1)
-	i := indexOf(evts, events.TypeStepEnd)
-	require.Equal(t, []events.Type{events.TypeInboxClaimed, events.TypeUserMessage, events.TypeRequestHeader}, types(evts[i+1:i+4]),
-		"claimed and admitted after the step ended, before the next request:\n%s", describe(evts))
+	evts = h.AwaitCount("s1", events.TypeTurnEnd, 1)
+	i := runtimetest.IndexOf(evts, events.TypeStepEnd)
+	require.Equal(t, []events.Type{events.TypeInboxClaimed, events.TypeUserMessage, events.TypeRequestHeader}, runtimetest.Types(evts[i+1:i+4]),
+		"claimed and admitted after the step ended, before the next request:\n%s", runtimetest.Describe(evts))
 	require.Equal(t, late, evts[i+2].Body.(*events.UserMessage).Message.ID)
-	require.Equal(t, []string{"start", "also this"}, texts(h.model.last(), model.User))
-	require.Equal(t, 1, count(evts, events.TypeTurnStart), "the message joined the running Turn")
+	require.Equal(t, []string{"start", "also this"}, texts(h.model.Last(), model.User))
+	require.Equal(t, 1, runtimetest.Count(evts, events.TypeTurnStart), "the message joined the running Turn")
 }
 
 // A message that arrives while the last step's model answer is being
 // recorded keeps the Turn going instead of being dropped.
 func TestMessageAfterTheLastStepJoinsTheTurn(t *testing.T) {
 	h := start(t, "say First.\nsay Second.")
-	h.model.hold = make(chan struct{})
+	h.model.Hold = make(chan struct{})
 	h.run("s1")
 	h.steer("s1", "one")
-	h.awaitCount("s1", events.TypeRequestHeader, 1)
+	h.AwaitCount("s1", events.TypeRequestHeader, 1)
 	h.steer("s1", "two")
-	h.awaitCount("s1", events.TypeInboxSpliced, 2)
-	close(h.model.hold)
-	evts := h.awaitCount("s1", events.TypeTurnEnd, 1)
-	require.Equal(t, 1, count(evts, events.TypeTurnStart))
-	require.Equal(t, 2, count(evts, events.TypeRequestHeader))
-	require.Equal(t, []string{"one", "two"}, texts(h.model.last(), model.User))
+	h.AwaitCount("s1", events.TypeInboxSpliced, 2)
+	close(h.model.Hold)
+	evts := h.AwaitCount("s1", events.TypeTurnEnd, 1)
+	require.Equal(t, 1, runtimetest.Count(evts, events.TypeTurnStart))
+	require.Equal(t, 2, runtimetest.Count(evts, events.TypeRequestHeader))
+	require.Equal(t, []string{"one", "two"}, texts(h.model.Last(), model.User))
 }
 
 // An unknown tool and bad arguments reach the model as tool errors with a
@@ -128,7 +129,7 @@ func TestToolMistakesAreToolErrors(t *testing.T) {
 	h := start(t, "call no_such_tool {}\ncall sleep {\"ms\": -5}\nsay ok")
 	h.run("s1")
 	h.steer("s1", "go")
-	evts := h.awaitCount("s1", events.TypeTurnEnd, 1)
+	evts := h.AwaitCount("s1", events.TypeTurnEnd, 1)
 	var results []*events.ToolResult
 	for _, e := range evts {
 		if r, ok := e.Body.(*events.ToolResult); ok {
@@ -141,7 +142,7 @@ func TestToolMistakesAreToolErrors(t *testing.T) {
 		require.Equal(t, holdover.CodeBadRequest, r.Error.Code)
 	}
 	require.Contains(t, events.JoinText(results[0].Content), `there is no tool named "no_such_tool"`)
-	require.Equal(t, "ok", events.JoinText(last[*events.AssistantMessage](t, evts).Content))
+	require.Equal(t, "ok", events.JoinText(runtimetest.Last[*events.AssistantMessage](t, evts).Content))
 }
 
 func schemaNames(tools []events.ToolSchema) []string {
@@ -158,13 +159,4 @@ func roles(req model.Request) []model.Role {
 		out[i] = m.Role
 	}
 	return out
-}
-
-func indexOf(evts []events.Event, typ events.Type) int {
-	for i, e := range evts {
-		if e.Type == typ {
-			return i
-		}
-	}
-	return -1
 }

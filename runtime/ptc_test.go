@@ -10,6 +10,7 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/runtime/runtimetest"
 )
 
 // Each call a run_code program makes is recorded as tool/ptc-dispatch with
@@ -21,14 +22,14 @@ func TestRunCodeRecordsEachSubCall(t *testing.T) {
 say Done.`, timed)
 	h.run("s1")
 	h.steer("s1", "go")
-	h.awaitCount("s1", events.TypeToolCall, 1)
+	h.AwaitCount("s1", events.TypeToolCall, 1)
 	require.NoError(t, h.waits.BlockUntilContext(h.ctx, 1)) // the question's Host deadline is running
 	h.waits.Advance(5 * time.Second)
-	evts := h.awaitCount("s1", events.TypeTurnEnd, 1)
+	evts := h.AwaitCount("s1", events.TypeTurnEnd, 1)
 
-	i := indexOf(evts, events.TypeToolCall)
+	i := runtimetest.IndexOf(evts, events.TypeToolCall)
 	require.Equal(t, []events.Type{events.TypeToolCall, events.TypePTCDispatch, events.TypePTCDispatch, events.TypeToolResult},
-		types(evts[i:i+4]), "run_code cannot call itself, so that call reaches no tool:\n%s", describe(evts))
+		runtimetest.Types(evts[i:i+4]), "run_code cannot call itself, so that call reaches no tool:\n%s", runtimetest.Describe(evts))
 	parent := evts[i].Body.(*events.ToolCall)
 	require.Equal(t, runtime.RunCodeTool, parent.Name)
 
@@ -63,8 +64,8 @@ func TestRunCodeFailureIsAToolError(t *testing.T) {
 say Done.`)
 	h.run("s1")
 	h.steer("s1", "go")
-	evts := h.awaitCount("s1", events.TypeTurnEnd, 1)
-	r := last[*events.ToolResult](t, evts)
+	evts := h.AwaitCount("s1", events.TypeTurnEnd, 1)
+	r := runtimetest.Last[*events.ToolResult](t, evts)
 	require.True(t, r.IsError)
 	require.Equal(t, holdover.CodeBadRequest, r.Error.Code)
 	require.Equal(t, "step 1\nBAD_REQUEST: run_code: Error: no config file", events.JoinText(r.Content))
@@ -83,18 +84,18 @@ ask db "Which database?" options a,b timeout 5
 say I could not ask: {result}`, timed)
 	h.run("root")
 	h.steer("root", "go")
-	evts := h.awaitCount("root", events.TypeTurnEnd, 1)
+	evts := h.AwaitCount("root", events.TypeTurnEnd, 1)
 
-	call := last[*events.ToolCall](t, evts)
+	call := runtimetest.Last[*events.ToolCall](t, evts)
 	require.Equal(t, runtime.SubagentTool, call.Name)
-	result := last[*events.ToolResult](t, evts)
+	result := runtimetest.Last[*events.ToolResult](t, evts)
 	require.False(t, result.IsError)
 	text := events.JoinText(result.Content)
 	require.Contains(t, text, "I could not ask: DELEGATED_CALLER:")
 	require.Contains(t, text, "put the open question in your final result")
 
-	child := h.events(childOf(t, evts))
-	refused := last[*events.ToolResult](t, child)
+	child := h.Events(childOf(t, evts))
+	refused := runtimetest.Last[*events.ToolResult](t, child)
 	require.Equal(t, holdover.ToolName, refused.Name)
 	require.True(t, refused.IsError)
 	require.Equal(t, holdover.CodeDelegatedCaller, refused.Error.Code)
@@ -110,5 +111,5 @@ say I could not ask: {result}`, timed)
 // childOf is the child Session of the root's subagent call.
 func childOf(t *testing.T, root []events.Event) string {
 	t.Helper()
-	return runtime.ChildSession("root", last[*events.ToolCall](t, root).CallID)
+	return runtime.ChildSession("root", runtimetest.Last[*events.ToolCall](t, root).CallID)
 }

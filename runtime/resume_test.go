@@ -13,6 +13,7 @@ import (
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
+	"github.com/holdover-dev/holdover/runtime/runtimetest"
 )
 
 // writer appends hand-made events to a Session log, the way a runtime
@@ -61,11 +62,11 @@ func TestResumeRepairsAnInterruptedToolCall(t *testing.T) {
 	w.add(&events.UserMessage{Turn: "t1", Message: events.Message{ID: "m1", Role: "user", Content: events.Text("go"), Source: events.Source{Kind: events.SourceUser}}})
 	w.add(timedHeader(t, h))
 	w.add(&events.ToolCall{Turn: "t1", CallID: "call_1", Name: holdover.ToolName, Arguments: dbQuestion})
-	require.Equal(t, projection.Open, projection.Fold(h.events("s1")).Active[0].Status)
+	require.Equal(t, projection.Open, projection.Fold(h.Events("s1")).Active[0].Status)
 
 	a, err := h.rt.Open(h.ctx, "s1")
 	require.NoError(t, err)
-	evts := h.events("s1")
+	evts := h.Events("s1")
 	repaired := evts[len(evts)-1].Body.(*events.ToolResult)
 	require.Equal(t, &events.ToolResult{
 		Turn: "t1", CallID: "call_1", Name: holdover.ToolName,
@@ -76,13 +77,13 @@ func TestResumeRepairsAnInterruptedToolCall(t *testing.T) {
 	require.Equal(t, projection.Continued, view.Active[0].Status, "the interrupted question is answerable")
 
 	h.runAgent(a)
-	evts = h.awaitCount("s1", events.TypeTurnEnd, 1)
-	require.Equal(t, 1, count(evts, events.TypeTurnStart), "the interrupted Turn goes on")
-	req := h.model.last()
+	evts = h.AwaitCount("s1", events.TypeTurnEnd, 1)
+	require.Equal(t, 1, runtimetest.Count(evts, events.TypeTurnStart), "the interrupted Turn goes on")
+	req := h.model.Last()
 	require.Equal(t, []model.Role{model.User, model.Assistant, model.Tool}, roles(req))
 	require.Equal(t, runtime.InterruptedText, req.Messages[2].Text)
 	require.True(t, req.Messages[2].IsError)
-	require.Equal(t, "After the repair.", events.JoinText(last[*events.AssistantMessage](t, evts).Content),
+	require.Equal(t, "After the repair.", events.JoinText(runtimetest.Last[*events.AssistantMessage](t, evts).Content),
 		"the script continues where the log stopped")
 }
 
@@ -110,20 +111,20 @@ func TestResumeRestoresAndReclaimsQueuedMessages(t *testing.T) {
 	w.add(&events.InboxSpliced{Turn: "t1", Message: dropped, InboxSeq: s3})
 	w.add(&events.InboxDiscarded{Turn: "t1", MessageID: "dropped"})
 	w.add(&events.InboxSpliced{Turn: "t1", Message: splicedMsg, InboxSeq: s4})
-	before := len(h.events("s1"))
+	before := len(h.Events("s1"))
 
 	h.run("s1")
-	evts := h.await("s1", "the restored messages admitted before the next request", func(evts []events.Event) bool {
-		return count(evts, events.TypeRequestHeader) == 2
+	evts := h.Await("s1", "the restored messages admitted before the next request", func(evts []events.Event) bool {
+		return runtimetest.Count(evts, events.TypeRequestHeader) == 2
 	})
 	require.Equal(t, []events.Type{events.TypeInboxClaimed, events.TypeUserMessage, events.TypeInboxClaimed, events.TypeUserMessage, events.TypeRequestHeader},
-		types(evts[before:before+5]), "the restored messages are claimed again and admitted in splice order:\n%s", describe(evts))
+		runtimetest.Types(evts[before:before+5]), "the restored messages are claimed again and admitted in splice order:\n%s", runtimetest.Describe(evts))
 	require.Equal(t, "claimed", evts[before].Body.(*events.InboxClaimed).MessageID)
 	require.Equal(t, "spliced", evts[before+2].Body.(*events.InboxClaimed).MessageID)
 
 	fresh := h.steer("s1", "after the restart")
-	evts = h.await("s1", "the new message admitted and answered", func(evts []events.Event) bool {
-		return count(evts, events.TypeUserMessage) == 4 && evts[len(evts)-1].Type == events.TypeTurnEnd
+	evts = h.Await("s1", "the new message admitted and answered", func(evts []events.Event) bool {
+		return runtimetest.Count(evts, events.TypeUserMessage) == 4 && evts[len(evts)-1].Type == events.TypeTurnEnd
 	})
 	var spliced []string
 	for _, e := range evts[before:] {
@@ -132,8 +133,8 @@ func TestResumeRestoresAndReclaimsQueuedMessages(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{fresh}, spliced, "reading resumed after the last spliced message")
-	require.Equal(t, []string{"already read", "claimed before the crash", "spliced before the crash", "after the restart"}, texts(h.model.last(), model.User))
-	require.Equal(t, 1, count(evts, events.TypeInboxDiscarded), "the discarded message stays discarded")
+	require.Equal(t, []string{"already read", "claimed before the crash", "spliced before the crash", "after the restart"}, texts(h.model.Last(), model.User))
+	require.Equal(t, 1, runtimetest.Count(evts, events.TypeInboxDiscarded), "the discarded message stays discarded")
 }
 
 // A Session whose log ends in a finished step with no tool calls is closed
@@ -148,7 +149,7 @@ func TestResumeClosesAFinishedTurn(t *testing.T) {
 	w.add(&events.StepEnd{Turn: "t1", Step: 1})
 
 	h.run("s1")
-	evts := h.awaitCount("s1", events.TypeTurnEnd, 1)
+	evts := h.AwaitCount("s1", events.TypeTurnEnd, 1)
 	require.Equal(t, events.TypeTurnEnd, evts[5].Type)
-	require.Zero(t, h.model.count(), "no model request was made")
+	require.Zero(t, h.model.Count(), "no model request was made")
 }
