@@ -41,7 +41,7 @@ func fgProcBinary(t testing.TB) string {
 	return bin
 }
 
-// fgProc is a running faultproc process.
+// fgProc is a process a test started: faultproc, or a shipped binary.
 type fgProc struct {
 	cmd    *exec.Cmd
 	said   string // what followed "ready" on its first line
@@ -53,19 +53,10 @@ type fgProc struct {
 // process is killed when the test ends, and its log shown if it failed.
 func fgStart(t testing.TB, bin string, args ...string) *fgProc {
 	t.Helper()
-	p := &fgProc{cmd: exec.Command(bin, args...)}
-	p.cmd.Stderr = &lockedWriter{mu: &p.mu, buf: &p.stderr}
-	stdout, err := p.cmd.StdoutPipe()
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			p.mu.Lock()
-			t.Logf("faultproc %v log:\n%s", args[0], p.stderr.String())
-			p.mu.Unlock()
-		}
-	})
+	p := fgSpawn(t, "faultproc "+args[0], cmd)
 	ready := make(chan error, 1)
 	go func() {
 		line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -83,6 +74,29 @@ func fgStart(t testing.TB, bin string, args ...string) *fgProc {
 		t.Fatal("faultproc did not get ready")
 	}
 	return p
+}
+
+// fgSpawn starts cmd, keeping what it writes on stderr. The process is
+// killed when the test ends, and its log shown under name if it failed.
+func fgSpawn(t testing.TB, name string, cmd *exec.Cmd) *fgProc {
+	t.Helper()
+	p := &fgProc{cmd: cmd}
+	p.cmd.Stderr = &lockedWriter{mu: &p.mu, buf: &p.stderr}
+	require.NoError(t, p.cmd.Start())
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, p.log())
+		}
+	})
+	return p
+}
+
+// log is what the process wrote on stderr so far.
+func (p *fgProc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
 }
 
 // kill SIGKILLs the process: no deferred call, no goodbye to NATS.
