@@ -85,13 +85,19 @@ func (e *workerEnv) run(t *testing.T, cfg projection.WorkerConfig) (stop func())
 	return stop
 }
 
-// waitFolded waits, watching the bucket, until Session sid's stored View
-// has folded seq, and returns the entry.
+// waitFolded waits until Session sid's stored View has folded seq.
 func (e *workerEnv) waitFolded(t *testing.T, sid string, seq uint64) jetstream.KeyValueEntry {
+	t.Helper()
+	return watchFolded(t, e.Topology.Questions, sid, seq)
+}
+
+// watchFolded waits, watching the bucket, until Session sid's stored View
+// has folded seq, and returns the entry.
+func watchFolded(t *testing.T, kv jetstream.KeyValue, sid string, seq uint64) jetstream.KeyValueEntry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w, err := e.Topology.Questions.Watch(ctx, sid)
+	w, err := kv.Watch(ctx, sid)
 	require.NoError(t, err)
 	defer w.Stop()
 	for {
