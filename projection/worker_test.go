@@ -129,7 +129,7 @@ func TestWorkerFoldsSessionLogsIntoTheBucket_D1(t *testing.T) {
 	e := newWorkerEnv(t)
 	e.append(t, "s1", timedHeader(), ask("c1"), pending("c1"), ask("c2"))
 	e.append(t, "s2", &events.TurnStart{Turn: "t"}, &events.TurnEnd{Turn: "t"})
-	e.run(t, projection.WorkerConfig{})
+	stop := e.run(t, projection.WorkerConfig{})
 
 	for _, sid := range []string{"s1", "s2"} {
 		kve := e.waitFolded(t, sid, e.lastSeq(sid))
@@ -142,6 +142,7 @@ func TestWorkerFoldsSessionLogsIntoTheBucket_D1(t *testing.T) {
 	s1 := storedView(t, e.waitFolded(t, "s1", e.lastSeq("s1")))
 	assert.Equal(t, []string{"c1", "c2"}, activeIDs(s1))
 	assert.Equal(t, projection.Continued, statusOf(t, s1, "c1"))
+	stop() // counters move after the write is visible; a stopped worker has counted its last batch
 	assert.Equal(t, float64(6), value(e.metrics.EventsFolded.WithLabelValues(projection.DefaultDurable)))
 }
 
@@ -216,8 +217,9 @@ func TestWorkerCatchesUpWhenPrevIsNotTheStoredSeq(t *testing.T) {
 	require.Equal(t, 3, n)
 
 	e.append(t, "s", admitted("r1", "c1", bothAnswered))
-	e.run(t, projection.WorkerConfig{})
+	stop := e.run(t, projection.WorkerConfig{})
 	v := storedView(t, e.waitFolded(t, "s", e.lastSeq("s")))
+	stop()
 
 	assert.Equal(t, projection.Fold(e.written["s"]), v)
 	assert.Equal(t, []string{"c1"}, settledIDs(v), "the late reply settled the call opened in the gap (D5)")
@@ -235,8 +237,9 @@ func TestWorkerResumesWithoutRefolding(t *testing.T) {
 	before := value(e.metrics.EventsFolded.WithLabelValues(projection.DefaultDurable))
 
 	e.append(t, "s", pending("c1"))
-	e.run(t, projection.WorkerConfig{})
+	stop = e.run(t, projection.WorkerConfig{})
 	v := storedView(t, e.waitFolded(t, "s", e.lastSeq("s")))
+	stop()
 	assert.Equal(t, projection.Fold(e.written["s"]), v)
 	assert.Equal(t, before+1, value(e.metrics.EventsFolded.WithLabelValues(projection.DefaultDurable)))
 	assert.Zero(t, value(e.metrics.CatchUps.WithLabelValues(projection.DefaultDurable)))
