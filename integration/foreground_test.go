@@ -16,6 +16,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
+	"github.com/holdover-dev/holdover/waiter/waitertest"
 )
 
 func fgTimed(sid, call string, agent *holdover.AgentRef, ms int64) holdover.AskTimedRequest {
@@ -24,14 +25,33 @@ func fgTimed(sid, call string, agent *holdover.AgentRef, ms int64) holdover.AskT
 
 // fgTimers counts the fake clock's armed timers: the Host deadlines that
 // run now.
-func fgTimers(clock *clockwork.FakeClock) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	n := 0
-	for clock.BlockUntilContext(ctx, n+1) == nil {
-		n++
-	}
-	return n
+func fgTimers(clock *clockwork.FakeClock) int { return waitertest.Timers(clock) }
+
+// watchedCall1 has a Client watch Session s1 and the agent ask call-1
+// there with a five-second timeout. It returns the Client's recorder,
+// where the call's result lands, and the request the Client got.
+func (w *fgWorld) watchedCall1(ctx context.Context) (*fgRecorder, <-chan fgResult, *userquestions.Delivery) {
+	w.t.Helper()
+	rec := w.watch("s1")
+	done := w.askTimed(ctx, w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
+	return rec, done, rec.next(w.t)
+}
+
+// fgReturned waits for the agent's call and requires that it returned
+// without an error.
+func fgReturned(t testing.TB, done <-chan fgResult) fgResult {
+	t.Helper()
+	r := fgWait(t, done)
+	require.NoError(t, r.err)
+	return r
+}
+
+// fgSettle answers d with choice and returns the agent's call, which must
+// return without an error.
+func fgSettle(t testing.TB, d *userquestions.Delivery, done <-chan fgResult, choice string) fgResult {
+	t.Helper()
+	require.NoError(t, d.Settle(fgAnswer(choice)))
+	return fgReturned(t, done)
 }
 
 // W3, W4, W8: an answer in time reaches the agent; the claim got the
@@ -39,10 +59,7 @@ func fgTimers(clock *clockwork.FakeClock) int {
 func TestForegroundAnswerInTimeThroughTheWaterfall(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	rec := w.watch("s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-
-	d := rec.next(t)
+	rec, done, d := w.watchedCall1(context.Background())
 	assert.Equal(t, &userquestions.WaitRef{CallID: "call-1", Timed: true}, d.Wait)
 	assert.Equal(t, fgQuestions, d.Questions)
 	w.clock.Advance(time.Second)
@@ -50,10 +67,7 @@ func TestForegroundAnswerInTimeThroughTheWaterfall(t *testing.T) {
 	assert.Equal(t, 4000*time.Millisecond, remaining, "the frame counts from the original deadline")
 	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer runs while a Client holds a claim (W2)")
 
-	require.NoError(t, d.Settle(fgAnswer("yes")))
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, holdover.Outcome{Answers: fgAnswer("yes")}, r.out)
+	assert.Equal(t, holdover.Outcome{Answers: fgAnswer("yes")}, fgSettle(t, d, done, "yes").out)
 	fgClosed(t, claim)
 	assert.Equal(t, fgCancel{d.RequestID, userquestions.ReasonAnswered}, rec.cancel(t))
 	w.waitsAre(w.worker, 0)
@@ -64,15 +78,11 @@ func TestForegroundAnswerInTimeThroughTheWaterfall(t *testing.T) {
 func TestForegroundClientCountdownIsPending(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	rec := w.watch("s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	d := rec.next(t)
+	rec, done, d := w.watchedCall1(context.Background())
 	claim, _ := fgClaim(t, d)
 
 	require.NoError(t, d.Reject(holdover.New(holdover.CodeAskTimedOut, "the countdown ran out")))
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, holdover.Outcome{Pending: true}, r.out)
+	assert.Equal(t, holdover.Outcome{Pending: true}, fgReturned(t, done).out)
 	fgClosed(t, claim)
 	assert.Equal(t, userquestions.ReasonExpired, rec.cancel(t).reason)
 }
@@ -82,17 +92,13 @@ func TestForegroundClientCountdownIsPending(t *testing.T) {
 func TestForegroundUnattendedHostDeadlineIsPending(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	rec := w.watch("s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	d := rec.next(t) // delivered, which is not a claim (W2)
+	rec, done, d := w.watchedCall1(context.Background()) // delivered, which is not a claim (W2)
 
 	w.clock.Advance(4999 * time.Millisecond)
 	assert.Equal(t, 1, fgTimers(w.clock), "the Host deadline still runs")
 	fgPendingOnly(t, done)
 	w.clock.Advance(time.Millisecond)
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, holdover.Outcome{Pending: true}, r.out)
+	assert.Equal(t, holdover.Outcome{Pending: true}, fgReturned(t, done).out)
 	assert.Equal(t, fgCancel{d.RequestID, userquestions.ReasonExpired}, rec.cancel(t))
 	w.waitsAre(w.worker, 0)
 }
@@ -117,10 +123,7 @@ func TestForegroundNoProviderThenLateClientAnswersThroughInflight(t *testing.T) 
 	assert.Equal(t, listed[0].RequestID, d.RequestID)
 	_, remaining := fgClaim(t, d)
 	assert.Equal(t, 5*time.Second, remaining)
-	require.NoError(t, d.Settle(fgAnswer("no")))
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, fgAnswer("no"), r.out.Answers)
+	assert.Equal(t, fgAnswer("no"), fgSettle(t, d, done, "no").out.Answers)
 }
 
 // W6: a keyed blocking ask (timeout -1, M3) keeps waiting through
@@ -138,10 +141,7 @@ func TestForegroundKeyedBlockingAskWaitsForALateClient(t *testing.T) {
 	assert.Equal(t, &userquestions.WaitRef{CallID: "call-1"}, d.Wait)
 	_, remaining := fgClaim(t, d)
 	assert.Equal(t, waiter.NoDeadline, remaining)
-	require.NoError(t, d.Settle(fgAnswer("yes")))
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, fgAnswer("yes"), r.answers)
+	assert.Equal(t, fgAnswer("yes"), fgSettle(t, d, done, "yes").answers)
 }
 
 // W6: a legacy ask with nobody to answer fails NO_PROVIDER at once.
@@ -175,18 +175,13 @@ func TestForegroundLegacyRejectionPropagates(t *testing.T) {
 func TestForegroundClaimHeldPastTheDeadlineThenAnswered(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	rec := w.watch("s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	d := rec.next(t)
+	_, done, d := w.watchedCall1(context.Background())
 	claim, _ := fgClaim(t, d)
 
 	w.clock.Advance(time.Minute)
 	assert.Equal(t, 0, fgTimers(w.clock))
 	fgPendingOnly(t, done)
-	require.NoError(t, d.Settle(fgAnswer("yes")))
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, fgAnswer("yes"), r.out.Answers)
+	assert.Equal(t, fgAnswer("yes"), fgSettle(t, d, done, "yes").out.Answers)
 	fgClosed(t, claim)
 }
 
@@ -204,9 +199,7 @@ func TestForegroundDelegationReleasesTheClaim(t *testing.T) {
 	require.NoError(t, da.Delegate(context.Background()))
 	fgPendingOnly(t, done)
 	require.NoError(t, db.Settle(fgAnswer("no")), "the request stayed with the other answerer")
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, fgAnswer("no"), r.out.Answers)
+	assert.Equal(t, fgAnswer("no"), fgReturned(t, done).out.Answers)
 
 	done = w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-2", agent, 5000))
 	da = a.next(t)
@@ -215,9 +208,7 @@ func TestForegroundDelegationReleasesTheClaim(t *testing.T) {
 	w.clock.Advance(10 * time.Second)
 	fgPendingOnly(t, done)
 	require.NoError(t, da.Delegate(context.Background()))
-	r = fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.True(t, r.out.Pending, "losing the last claim past the deadline expires the wait at once")
+	assert.True(t, fgReturned(t, done).out.Pending, "losing the last claim past the deadline expires the wait at once")
 }
 
 // A killed Client connection ends its claim through NATS interest loss,
@@ -236,9 +227,8 @@ func TestForegroundKilledClientConnectionResumesTheDeadline(t *testing.T) {
 
 	killed := time.Now()
 	nc.Close()
-	r := fgWait(t, done)
+	r := fgReturned(t, done)
 	released := time.Since(killed)
-	require.NoError(t, r.err)
 	assert.True(t, r.out.Pending)
 	t.Logf("claim released %v after its connection died (bound %v)", released, fgBound)
 	assert.GreaterOrEqual(t, released, fgBound*9/10, "NATS keeps the claim for the bound")
@@ -308,13 +298,11 @@ func TestForegroundDuplicateWait(t *testing.T) {
 	_, err = w.agent.Ask(context.Background(), holdover.AskRequest{Session: "s1", CallID: "call-1", Agent: agent, Questions: fgQuestions})
 	assert.Equal(t, holdover.CodeDuplicateWait, holdover.CodeOf(err), "a keyed blocking ask shares the key")
 
-	require.NoError(t, d.Settle(fgAnswer("yes")))
-	require.NoError(t, fgWait(t, done).err)
+	fgSettle(t, d, done, "yes")
 	w.waitsAre(w.worker, 0)
 	// Once the first settled, the call may wait again.
 	done = w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", agent, 5000))
-	require.NoError(t, rec.next(t).Settle(fgAnswer("no")))
-	require.NoError(t, fgWait(t, done).err)
+	fgSettle(t, rec.next(t), done, "no")
 }
 
 // W5, W7: cancelling the agent's call (its Turn) ends the wait with
@@ -322,10 +310,8 @@ func TestForegroundDuplicateWait(t *testing.T) {
 func TestForegroundParentCancellationAborts(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	rec := w.watch("s1")
 	ctx, cancel := context.WithCancel(context.Background())
-	done := w.askTimed(ctx, w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	d := rec.next(t)
+	rec, done, d := w.watchedCall1(ctx)
 	claim, _ := fgClaim(t, d)
 
 	cancel()
@@ -375,9 +361,7 @@ func TestForegroundDeadWorkerTurnsCallsPending(t *testing.T) {
 	fgClaim(t, d)
 
 	nc.Close()
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, holdover.Outcome{Pending: true}, r.out)
+	assert.Equal(t, holdover.Outcome{Pending: true}, fgReturned(t, done).out)
 	assert.Equal(t, fgCancel{d.RequestID, userquestions.ReasonOwnerLost}, rec.cancel(t))
 }
 
@@ -395,9 +379,7 @@ func TestForegroundStoppingWorkerHandsOver(t *testing.T) {
 
 	w.startWorker(w.conn())
 	w.worker.Stop()
-	r := fgWait(t, timed)
-	require.NoError(t, r.err)
-	assert.True(t, r.out.Pending)
+	assert.True(t, fgReturned(t, timed).out.Pending)
 
 	var again *userquestions.Delivery
 	for again == nil {
@@ -406,10 +388,7 @@ func TestForegroundStoppingWorkerHandsOver(t *testing.T) {
 			again = d
 		}
 	}
-	require.NoError(t, again.Settle(fgAnswer("yes")))
-	r = fgWait(t, blocking)
-	require.NoError(t, r.err)
-	assert.Equal(t, fgAnswer("yes"), r.answers)
+	assert.Equal(t, fgAnswer("yes"), fgSettle(t, again, blocking, "yes").answers)
 }
 
 // An answer batch that does not fit the questions is dropped by the Host;
@@ -417,9 +396,7 @@ func TestForegroundStoppingWorkerHandsOver(t *testing.T) {
 func TestForegroundMalformedBatchAnswersNothing(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	rec := w.watch("s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	d := rec.next(t)
+	_, done, d := w.watchedCall1(context.Background())
 
 	assert.Equal(t, holdover.CodeBadAnswer, holdover.CodeOf(d.Settle([]holdover.Answer{{ID: "other"}})), "checked before sending")
 	nc := w.conn()
@@ -433,21 +410,15 @@ func TestForegroundMalformedBatchAnswersNothing(t *testing.T) {
 		require.NoError(t, nc.Publish(d.Reply, []byte(raw)))
 	}
 	require.NoError(t, nc.Flush())
-	require.NoError(t, d.Settle(fgAnswer("yes")))
-	r := fgWait(t, done)
-	require.NoError(t, r.err)
-	assert.Equal(t, fgAnswer("yes"), r.out.Answers)
+	assert.Equal(t, fgAnswer("yes"), fgSettle(t, d, done, "yes").out.Answers)
 }
 
 // W3: attaching to a wait that has ended yields no frame.
 func TestForegroundAttachToAnEndedWaitGetsNoFrame(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	rec := w.watch("s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	d := rec.next(t)
-	require.NoError(t, d.Settle(fgAnswer("yes")))
-	require.NoError(t, fgWait(t, done).err)
+	rec, done, d := w.watchedCall1(context.Background())
+	fgSettle(t, d, done, "yes")
 	rec.cancel(t)
 
 	claim, err := d.AttachWait(context.Background())

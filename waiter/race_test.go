@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/waiter/waitertest"
 )
 
 // TestW8RacingOutcomesSettleOnce runs Clients that claim, answer, reject
@@ -106,7 +107,7 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 		}
 		assert.Empty(t, w.ClaimIDs())
 		assert.Equal(t, 0, r.Len())
-		assert.Equal(t, 0, timers(clock))
+		assert.Equal(t, 0, waitertest.Timers(clock))
 	}
 	t.Logf("the Host deadline won %d of %d rounds", hostWins, rounds)
 }

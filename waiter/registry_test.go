@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/waiter/waitertest"
 )
 
 func TestW1DuplicateWaitUntilTheFirstSettles(t *testing.T) {
@@ -106,7 +107,7 @@ func TestEndAllEndsEveryLiveWait(t *testing.T) {
 		<-c.Closed()
 	}
 	assert.Equal(t, 0, r.Len())
-	assert.Equal(t, 0, timers(clock))
+	assert.Equal(t, 0, waitertest.Timers(clock))
 	assert.Equal(t, 0, r.EndAll(shutdown))
 }
 

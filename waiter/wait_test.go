@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/waiter/waitertest"
 )
 
 var (
@@ -24,18 +25,6 @@ func newTest(t *testing.T) (*clockwork.FakeClock, *Registry) {
 	t.Helper()
 	clock := clockwork.NewFakeClock()
 	return clock, NewRegistry(clock)
-}
-
-// timers counts the fake clock's pending timers. BlockUntilContext with a
-// cancelled context answers at once: nil when at least n are pending.
-func timers(clock *clockwork.FakeClock) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	n := 0
-	for clock.BlockUntilContext(ctx, n+1) == nil {
-		n++
-	}
-	return n
 }
 
 // settled waits for w to settle. The fake clock runs a due timer's callback
@@ -140,14 +129,14 @@ func TestW1StartChecksTimeoutAndKey(t *testing.T) {
 func TestW2UnclaimedWaitExpiresAtDeadline(t *testing.T) {
 	clock, r := newTest(t)
 	w := start(t, r, callA, 5*time.Second)
-	assert.Equal(t, 1, timers(clock))
+	assert.Equal(t, 1, waitertest.Timers(clock))
 
 	clock.Advance(5*time.Second - time.Millisecond)
 	live(t, w)
 	clock.Advance(time.Millisecond)
 	_, err := result(t, w)
 	assertCode(t, holdover.CodeAskTimedOut, err)
-	assert.Equal(t, 0, timers(clock))
+	assert.Equal(t, 0, waitertest.Timers(clock))
 	assert.Equal(t, 0, r.Len())
 }
 
@@ -158,12 +147,12 @@ func TestW2LeavingRestoresTheOriginalDeadline(t *testing.T) {
 	clock.Advance(time.Second)
 	c, remaining := claim(t, w, "client-1")
 	assert.Equal(t, 4000*time.Millisecond, remaining)
-	assert.Equal(t, 0, timers(clock), "no Host timer while claimed")
+	assert.Equal(t, 0, waitertest.Timers(clock), "no Host timer while claimed")
 
 	clock.Advance(2 * time.Second) // +3 s
 	live(t, w)
 	c.Release()
-	assert.Equal(t, 1, timers(clock))
+	assert.Equal(t, 1, waitertest.Timers(clock))
 
 	clock.Advance(2*time.Second - time.Millisecond) // +4.999 s
 	live(t, w)
@@ -180,12 +169,12 @@ func TestW2TwoClaimsHoldPastDeadlineUntilTheLastLeaves(t *testing.T) {
 
 	clock.Advance(15 * time.Second) // 10 s past the deadline
 	live(t, w)
-	assert.Equal(t, 0, timers(clock))
+	assert.Equal(t, 0, waitertest.Timers(clock))
 
 	a.Release()
 	live(t, w)
 	assert.Equal(t, []string{"client-b"}, w.ClaimIDs())
-	assert.Equal(t, 0, timers(clock), "one claim still holds the wait")
+	assert.Equal(t, 0, waitertest.Timers(clock), "one claim still holds the wait")
 
 	b.Release() // the deadline has passed: expire at once
 	settledNow(t, w)
@@ -199,12 +188,12 @@ func TestW2ReclaimStopsTheTimerAgain(t *testing.T) {
 	c, _ := claim(t, w, "client-1")
 	clock.Advance(time.Second)
 	c.Release()
-	assert.Equal(t, 1, timers(clock))
+	assert.Equal(t, 1, waitertest.Timers(clock))
 
 	clock.Advance(time.Second) // +2 s, unclaimed: the timer runs
 	c, remaining := claim(t, w, "client-1")
 	assert.Equal(t, 3000*time.Millisecond, remaining)
-	assert.Equal(t, 0, timers(clock))
+	assert.Equal(t, 0, waitertest.Timers(clock))
 
 	clock.Advance(time.Hour)
 	live(t, w)
@@ -305,7 +294,7 @@ func TestW4EveryClaimClosesWhenTheWaitSettles(t *testing.T) {
 	a.Release()
 	b.Release()
 	b.Release()
-	assert.Equal(t, 0, timers(clock))
+	assert.Equal(t, 0, waitertest.Timers(clock))
 	got, err := w.Result(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, batch, got)
@@ -353,7 +342,7 @@ func TestW5ParentCancellationAbortsAndClosesClaims(t *testing.T) {
 	outcome, err := TimedOutcome(w.Result(context.Background()))
 	assertCode(t, holdover.CodeAskAborted, err)
 	assert.Equal(t, holdover.Outcome{}, outcome)
-	assert.Equal(t, 0, timers(clock))
+	assert.Equal(t, 0, waitertest.Timers(clock))
 	assert.Equal(t, 0, r.Len())
 }
 
@@ -456,11 +445,11 @@ func TestW7CompletionReleasesEverything(t *testing.T) {
 			require.NoError(t, err)
 			c, _ := claim(t, w, "client-1")
 			c.Release() // the timer runs again
-			require.Equal(t, 1, timers(clock))
+			require.Equal(t, 1, waitertest.Timers(clock))
 
 			end(w)
 			settledNow(t, w)
-			assert.Equal(t, 0, timers(clock), "no timer left")
+			assert.Equal(t, 0, waitertest.Timers(clock), "no timer left")
 			assert.Equal(t, 0, r.Len(), "no registry entry left")
 			_, found := r.Get(callA)
 			assert.False(t, found)
@@ -504,12 +493,12 @@ func TestSiblingWaitsAreIndependent(t *testing.T) {
 func TestNoDeadlineNeverExpires(t *testing.T) {
 	clock, r := newTest(t)
 	w := start(t, r, Key{Session: "s1", CallID: "blocking"}, 0)
-	assert.Equal(t, 0, timers(clock), "no Host timer without a deadline")
+	assert.Equal(t, 0, waitertest.Timers(clock), "no Host timer without a deadline")
 
 	c, remaining := claim(t, w, "client-1")
 	assert.Equal(t, NoDeadline, remaining)
 	c.Release()
-	assert.Equal(t, 0, timers(clock), "losing the last claim arms nothing")
+	assert.Equal(t, 0, waitertest.Timers(clock), "losing the last claim arms nothing")
 
 	clock.Advance(1000 * time.Hour)
 	live(t, w)
