@@ -19,34 +19,19 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
+// rig is the shared late-answer Env (steertest.Start) under the short
+// names this package's tests use.
 type rig struct {
 	env *embeddedtest.Env
 	log *sessionlog.Log
 	rs  *inbox.Reservations
+	// run runs a Tracker until the returned stop is called or the test ends.
+	run func(testing.TB) (*inbox.Tracker, func())
 }
 
 func newRig(t *testing.T) *rig {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
-	return &rig{env: env, log: log, rs: inbox.NewReservations(env.Topology.Reservations, log)}
-}
-
-// run runs a Tracker until the returned stop is called or the test ends.
-func (r *rig) run(t *testing.T) (*inbox.Tracker, func()) {
-	tr := inbox.NewTracker(r.rs, r.env.Topology.Sessions, r.log, inbox.TrackerConfig{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- tr.Run(ctx) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			require.NoError(t, <-done)
-		}
-	}
-	t.Cleanup(stop)
-	return tr, stop
+	e := steertest.Start(t)
+	return &rig{env: e.Env, log: e.Log, rs: e.Reservations, run: e.RunTracker}
 }
 
 // stored reads the raw reservation of (sid, callID) from the bucket.
@@ -64,6 +49,18 @@ func (r *rig) stored(t *testing.T, sid, callID string) (inbox.Reservation, bool)
 	return res, true
 }
 
+// reservedC1 writes Session s1's timed header and reserves call c1 for
+// reply m1, as steer does before it queues the reply (D8); it returns the
+// Session and the reservation's revision.
+func (r *rig) reservedC1(t *testing.T) (*steertest.Session, uint64) {
+	t.Helper()
+	s := steertest.NewSession(t, r.log, "s1")
+	s.Header(true)
+	rev, err := r.rs.Reserve(context.Background(), "s1", "c1", "m1", s.Last())
+	require.NoError(t, err)
+	return s, rev
+}
+
 func wait(t *testing.T, tr *inbox.Tracker, seq uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -76,11 +73,7 @@ func wait(t *testing.T, tr *inbox.Tracker, seq uint64) {
 func TestD8TrackerFollowsTheReply(t *testing.T) {
 	r := newRig(t)
 	tr, _ := r.run(t)
-	ctx := context.Background()
-	s := steertest.NewSession(t, r.log, "s1")
-	s.Header(true)
-	_, err := r.rs.Reserve(ctx, "s1", "c1", "m1", s.Last())
-	require.NoError(t, err)
+	s, _ := r.reservedC1(t)
 	m := reply(t, "m1", "c1")
 
 	s.Splice(m, 1)
@@ -140,11 +133,7 @@ func TestD8TrackerReleasesOnTurnEndAndDiscard(t *testing.T) {
 func TestD8ReclaimedRestoredReplyRecreatesTheReservation(t *testing.T) {
 	r := newRig(t)
 	tr, stop := r.run(t)
-	ctx := context.Background()
-	s := steertest.NewSession(t, r.log, "s1")
-	s.Header(true)
-	_, err := r.rs.Reserve(ctx, "s1", "c1", "m1", s.Last())
-	require.NoError(t, err)
+	s, _ := r.reservedC1(t)
 	s.Splice(reply(t, "m1", "c1"), 1)
 	s.Claim("m1")
 	s.TurnEnd("t2")
@@ -159,7 +148,7 @@ func TestD8ReclaimedRestoredReplyRecreatesTheReservation(t *testing.T) {
 	got, ok := r.stored(t, "s1", "c1")
 	require.True(t, ok)
 	require.Equal(t, inbox.Reservation{CallID: "c1", MessageID: "m1", State: inbox.StateClaimed, Seq: s.Last(), Since: got.Since}, got)
-	_, err = r.rs.Reserve(ctx, "s1", "c1", "m2", s.Last())
+	_, err := r.rs.Reserve(context.Background(), "s1", "c1", "m2", s.Last())
 	require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err))
 
 	// An ordinary user message claimed is no reply: nothing is reserved.
@@ -200,10 +189,7 @@ func TestD8ReserveIsAtomic(t *testing.T) {
 func TestD8HeldIsReadYourWrites(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	s := steertest.NewSession(t, r.log, "s1")
-	s.Header(true)
-	rev, err := r.rs.Reserve(ctx, "s1", "c1", "m1", s.Last())
-	require.NoError(t, err)
+	s, rev := r.reservedC1(t)
 	_, held, err := r.rs.Held(ctx, "s1", "c1")
 	require.NoError(t, err)
 	require.True(t, held)

@@ -10,43 +10,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
-	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
-	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
 )
 
+// rig is the shared late-answer Env with a steer Answerer on it.
 type rig struct {
-	env      *embeddedtest.Env
-	log      *sessionlog.Log
-	rs       *inbox.Reservations
+	*steertest.Env
 	answerer *steer.Answerer
 }
 
 func newRig(t *testing.T) *rig {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
-	rs := inbox.NewReservations(env.Topology.Reservations, log)
+	env := steertest.Start(t)
 	views := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
-	return &rig{env: env, log: log, rs: rs, answerer: steer.New(views, log, rs, env.JS)}
+	return &rig{Env: env, answerer: steer.New(views, env.Log, env.Reservations, env.JS)}
 }
 
 func (r *rig) session(t *testing.T, sid string) *steertest.Session {
-	return steertest.NewSession(t, r.log, sid)
-}
-
-// runTracker runs a reservation Tracker until the test ends.
-func (r *rig) runTracker(t *testing.T) *inbox.Tracker {
-	tr := inbox.NewTracker(r.rs, r.env.Topology.Sessions, r.log, inbox.TrackerConfig{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- tr.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	return tr
+	return steertest.NewSession(t, r.Log, sid)
 }
 
 func (r *rig) answer(t *testing.T, sid, callID string, answers []holdover.Answer) (holdover.AnswerResult, error) {
@@ -65,11 +50,55 @@ func (r *rig) accept(t *testing.T, sid, callID string, answers []holdover.Answer
 	return res.MessageID
 }
 
-func requireCode(t *testing.T, code holdover.Code, res holdover.AnswerResult, err error) {
+// refused asserts that an answer to callID fails with code and is not
+// accepted.
+func (r *rig) refused(t *testing.T, code holdover.Code, sid, callID string, answers []holdover.Answer) {
 	t.Helper()
+	res, err := r.answer(t, sid, callID, answers)
 	require.Error(t, err)
 	require.Equal(t, code, holdover.CodeOf(err), "%v", err)
 	require.False(t, res.Accepted)
+}
+
+// notAnswerable asserts that an answer to callID is turned down with
+// false, not an error (D6), and queues nothing.
+func (r *rig) notAnswerable(t *testing.T, sid, callID string, answers []holdover.Answer, msgAndArgs ...any) {
+	t.Helper()
+	res, err := r.answer(t, sid, callID, answers)
+	require.NoError(t, err, msgAndArgs...)
+	require.False(t, res.Accepted, msgAndArgs...)
+	require.Empty(t, res.MessageID, msgAndArgs...)
+}
+
+// continuedCall writes Session s1 in which call-1, asking q1, is
+// continued by its pending result, so it takes a late answer (D6).
+func (r *rig) continuedCall(t *testing.T) (*steertest.Session, []holdover.Question) {
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Continued("call-1", qs)
+	return s, qs
+}
+
+// openCall writes Session s1 in which the timed call-1, asking q1, is
+// still running: no result yet.
+func (r *rig) openCall(t *testing.T) (*steertest.Session, []holdover.Question) {
+	qs := steertest.Questions("q1")
+	s := r.session(t, "s1")
+	s.Header(true)
+	s.Ask("call-1", qs)
+	return s, qs
+}
+
+// acceptedAndClaimed accepts an answer to call-1 and records the agent
+// splicing the queued reply into its inbox and claiming it for its next
+// step (D8); it returns the reply as queued.
+func (r *rig) acceptedAndClaimed(t *testing.T, s *steertest.Session, qs []holdover.Question) inbox.Queued {
+	t.Helper()
+	id := r.accept(t, "s1", "call-1", steertest.Choose(qs))
+	q := r.queued(t, "s1")
+	s.Splice(q[0].Message, q[0].Seq)
+	s.Claim(id)
+	return q[0]
 }
 
 // queued reads every message in Session sid's inbox, in order.
@@ -79,13 +108,13 @@ func (r *rig) queued(t *testing.T, sid string) []inbox.Queued {
 	defer cancel()
 	subject, err := inbox.Subject(sid)
 	require.NoError(t, err)
-	info, err := r.env.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter(subject))
+	info, err := r.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter(subject))
 	require.NoError(t, err)
 	want := int(info.State.Subjects[subject])
 	if want == 0 {
 		return nil
 	}
-	cons, err := inbox.Open(ctx, r.env.Topology.Inbox, sid, 0)
+	cons, err := inbox.Open(ctx, r.Topology.Inbox, sid, 0)
 	require.NoError(t, err)
 	var out []inbox.Queued
 	for len(out) < want {
@@ -131,7 +160,7 @@ func TestD6AcceptedAnswerQueuesTheReplyMessage(t *testing.T) {
 
 	// The message id is the JetStream message id, so a retried publish is
 	// not a second reply.
-	raw, err := r.env.Topology.Inbox.GetMsg(context.Background(), q[0].Seq)
+	raw, err := r.Topology.Inbox.GetMsg(context.Background(), q[0].Seq)
 	require.NoError(t, err)
 	require.Equal(t, id, raw.Header.Get(jetstream.MsgIDHeader))
 }
@@ -140,12 +169,10 @@ func TestD6AcceptedAnswerQueuesTheReplyMessage(t *testing.T) {
 // until the agent admits the reply (D5).
 func TestD6AnswerDoesNotSettle(t *testing.T) {
 	r := newRig(t)
-	s := r.session(t, "s1")
-	qs := steertest.Questions("q1")
-	s.Continued("call-1", qs)
+	_, qs := r.continuedCall(t)
 	r.accept(t, "s1", "call-1", steertest.Choose(qs))
 
-	v, err := projection.NewStore(r.env.JS, r.env.Topology.Sessions, r.env.Topology.Questions).CaughtUp(context.Background(), "s1")
+	v, err := projection.NewStore(r.JS, r.Topology.Sessions, r.Topology.Questions).CaughtUp(context.Background(), "s1")
 	require.NoError(t, err)
 	c, ok := v.Find("call-1")
 	require.True(t, ok)
@@ -181,8 +208,7 @@ func TestD6BatchMustNameEveryQuestionOnce(t *testing.T) {
 		"repeat":    {{ID: "q1", Selected: yes}, {ID: "q2", Selected: yes}, {ID: "q2", Selected: yes}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res, err := r.answer(t, "s1", "call-1", answers)
-			requireCode(t, holdover.CodeBadAnswer, res, err)
+			r.refused(t, holdover.CodeBadAnswer, "s1", "call-1", answers)
 		})
 	}
 	require.Empty(t, r.queued(t, "s1"))
@@ -210,14 +236,9 @@ func TestD6NotAnswerableIsFalse(t *testing.T) {
 	s.Repaired("legacy")
 
 	for _, callID := range []string{"unknown", "open", "settled", "failed", "legacy"} {
-		res, err := r.answer(t, "s1", callID, steertest.Choose(qs))
-		require.NoError(t, err, callID)
-		require.False(t, res.Accepted, callID)
-		require.Empty(t, res.MessageID, callID)
+		r.notAnswerable(t, "s1", callID, steertest.Choose(qs), callID)
 	}
-	res, err := r.answer(t, "no-such-session", "call-1", steertest.Choose(qs))
-	require.NoError(t, err)
-	require.False(t, res.Accepted)
+	r.notAnswerable(t, "no-such-session", "call-1", steertest.Choose(qs))
 	require.Empty(t, r.queued(t, "s1"))
 }
 
@@ -225,10 +246,7 @@ func TestD6NotAnswerableIsFalse(t *testing.T) {
 // takes a late answer.
 func TestD6RepairedTimedCallIsAnswerable(t *testing.T) {
 	r := newRig(t)
-	qs := steertest.Questions("q1")
-	s := r.session(t, "s1")
-	s.Header(true)
-	s.Ask("call-1", qs)
+	s, qs := r.openCall(t)
 	s.Repaired("call-1")
 	r.accept(t, "s1", "call-1", steertest.Choose(qs))
 }
@@ -237,17 +255,12 @@ func TestD6RepairedTimedCallIsAnswerable(t *testing.T) {
 // event: no projection worker runs here, and the KV bucket is empty.
 func TestD6ValidatesAgainstTheCaughtUpLog(t *testing.T) {
 	r := newRig(t)
-	qs := steertest.Questions("q1")
-	s := r.session(t, "s1")
-	s.Header(true)
-	s.Ask("call-1", qs)
-	res, err := r.answer(t, "s1", "call-1", steertest.Choose(qs))
-	require.NoError(t, err)
-	require.False(t, res.Accepted, "an open call is not answerable")
+	s, qs := r.openCall(t)
+	r.notAnswerable(t, "s1", "call-1", steertest.Choose(qs), "an open call is not answerable")
 
 	s.Pending("call-1")
 	r.accept(t, "s1", "call-1", steertest.Choose(qs))
-	_, err = r.env.Topology.Questions.Get(context.Background(), "s1")
+	_, err := r.Topology.Questions.Get(context.Background(), "s1")
 	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "steer reads the log, it never writes the projection")
 }
 
@@ -275,21 +288,16 @@ func TestD6AnswersQueueInSubmissionOrder(t *testing.T) {
 // through splice and claim, and accepted again after a discard.
 func TestD8SecondAnswerQueuedUntilDiscard(t *testing.T) {
 	r := newRig(t)
-	qs := steertest.Questions("q1")
-	s := r.session(t, "s1")
-	s.Continued("call-1", qs)
+	s, qs := r.continuedCall(t)
 	first := r.accept(t, "s1", "call-1", steertest.Choose(qs))
 
-	res, err := r.answer(t, "s1", "call-1", steertest.Skip(qs))
-	requireCode(t, holdover.CodeReplyQueued, res, err)
+	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
 
 	q := r.queued(t, "s1")
 	s.Splice(q[0].Message, q[0].Seq)
-	res, err = r.answer(t, "s1", "call-1", steertest.Skip(qs))
-	requireCode(t, holdover.CodeReplyQueued, res, err)
+	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
 	s.Claim(first)
-	res, err = r.answer(t, "s1", "call-1", steertest.Skip(qs))
-	requireCode(t, holdover.CodeReplyQueued, res, err)
+	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
 
 	// P5, §7: the queued reply is cancelled before admission; the question
 	// stays answerable.
@@ -304,14 +312,11 @@ func TestD8SecondAnswerQueuedUntilDiscard(t *testing.T) {
 // the reply is still on its way into the next Turn.
 func TestD8UnadmittedTurnEndReleases(t *testing.T) {
 	r := newRig(t)
-	qs := steertest.Questions("q1")
-	s := r.session(t, "s1")
-	s.Continued("call-1", qs)
+	s, qs := r.continuedCall(t)
 	r.accept(t, "s1", "call-1", steertest.Choose(qs))
 
 	s.TurnEnd("t2")
-	res, err := r.answer(t, "s1", "call-1", steertest.Skip(qs))
-	requireCode(t, holdover.CodeReplyQueued, res, err)
+	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
 
 	q := r.queued(t, "s1")
 	s.Splice(q[0].Message, q[0].Seq)
@@ -322,62 +327,45 @@ func TestD8UnadmittedTurnEndReleases(t *testing.T) {
 // D5, D8: admission settles the call; it is then no longer answerable.
 func TestD8AdmissionSettles(t *testing.T) {
 	r := newRig(t)
-	qs := steertest.Questions("q1")
-	s := r.session(t, "s1")
-	s.Continued("call-1", qs)
-	id := r.accept(t, "s1", "call-1", steertest.Choose(qs))
-	q := r.queued(t, "s1")
-	s.Splice(q[0].Message, q[0].Seq)
-	s.Claim(id)
-	s.Admit(q[0].Message)
+	s, qs := r.continuedCall(t)
+	reply := r.acceptedAndClaimed(t, s, qs)
+	s.Admit(reply.Message)
 	s.TurnEnd("t2")
 
-	res, err := r.answer(t, "s1", "call-1", steertest.Skip(qs))
-	require.NoError(t, err)
-	require.False(t, res.Accepted)
+	r.notAnswerable(t, "s1", "call-1", steertest.Skip(qs))
 }
 
 // D8: a reply restored after a restart and claimed again re-creates its
 // reservation, which blocks a new answer until the reply is admitted.
 func TestD8RestoredReclaimedReplyBlocksANewOne(t *testing.T) {
 	r := newRig(t)
-	tr := r.runTracker(t)
-	qs := steertest.Questions("q1")
-	s := r.session(t, "s1")
-	s.Continued("call-1", qs)
-	id := r.accept(t, "s1", "call-1", steertest.Choose(qs))
-	q := r.queued(t, "s1")
-	s.Splice(q[0].Message, q[0].Seq)
-	s.Claim(id)
+	tr, _ := r.RunTracker(t)
+	s, qs := r.continuedCall(t)
+	reply := r.acceptedAndClaimed(t, s, qs)
 	// The runtime dies; the repair ends the Turn without admission, which
 	// releases the reservation.
 	s.TurnEnd("t2")
 	require.NoError(t, tr.Wait(context.Background(), s.Last()))
-	_, held, err := r.rs.Held(context.Background(), "s1", "call-1")
+	_, held, err := r.Reservations.Held(context.Background(), "s1", "call-1")
 	require.NoError(t, err)
 	require.False(t, held)
 
 	// The resumed runtime restores the reply from its splice and claims it.
-	s.Claim(id)
+	s.Claim(reply.Message.ID)
 	require.NoError(t, tr.Wait(context.Background(), s.Last()))
-	res, err := r.answer(t, "s1", "call-1", steertest.Skip(qs))
-	requireCode(t, holdover.CodeReplyQueued, res, err)
+	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
 
-	s.Admit(q[0].Message)
-	res, err = r.answer(t, "s1", "call-1", steertest.Skip(qs))
-	require.NoError(t, err)
-	require.False(t, res.Accepted, "admitted: settled, no longer continued")
+	s.Admit(reply.Message)
+	r.notAnswerable(t, "s1", "call-1", steertest.Skip(qs), "admitted: settled, no longer continued")
 }
 
 func TestBadIdsAreBadRequest(t *testing.T) {
 	r := newRig(t)
 	qs := steertest.Questions("q1")
 	for _, sid := range []string{"a.b", "*", ">", "", "a b"} {
-		res, err := r.answer(t, sid, "call-1", steertest.Choose(qs))
-		requireCode(t, holdover.CodeBadRequest, res, err)
+		r.refused(t, holdover.CodeBadRequest, sid, "call-1", steertest.Choose(qs))
 	}
-	res, err := r.answer(t, "s1", "", steertest.Choose(qs))
-	requireCode(t, holdover.CodeBadRequest, res, err)
+	r.refused(t, holdover.CodeBadRequest, "s1", "", steertest.Choose(qs))
 }
 
 // A call id that is not a plain token (as models produce) still works:
@@ -387,8 +375,7 @@ func TestCallIDsAreTokenised(t *testing.T) {
 	qs := steertest.Questions("q1")
 	r.session(t, "s1").Continued("toolu.01*>", qs)
 	r.accept(t, "s1", "toolu.01*>", steertest.Choose(qs))
-	res, err := r.answer(t, "s1", "toolu.01*>", steertest.Choose(qs))
-	requireCode(t, holdover.CodeReplyQueued, res, err)
+	r.refused(t, holdover.CodeReplyQueued, "s1", "toolu.01*>", steertest.Choose(qs))
 }
 
 // D8: a reply that could not be queued releases its reservation, so the
@@ -398,16 +385,15 @@ func TestD8FailedPublishReleasesTheReservation(t *testing.T) {
 	qs := steertest.Questions("q1")
 	r.session(t, "s1").Continued("call-1", qs)
 	ctx := context.Background()
-	require.NoError(t, r.env.JS.DeleteStream(ctx, streams.InboxStream))
+	require.NoError(t, r.JS.DeleteStream(ctx, streams.InboxStream))
 
-	res, err := r.answer(t, "s1", "call-1", steertest.Choose(qs))
-	requireCode(t, holdover.CodeInternal, res, err)
-	_, held, err := r.rs.Held(ctx, "s1", "call-1")
+	r.refused(t, holdover.CodeInternal, "s1", "call-1", steertest.Choose(qs))
+	_, held, err := r.Reservations.Held(ctx, "s1", "call-1")
 	require.NoError(t, err)
 	require.False(t, held)
 
-	top, err := streams.Provision(ctx, r.env.JS, streams.Config{Memory: true})
+	top, err := streams.Provision(ctx, r.JS, streams.Config{Memory: true})
 	require.NoError(t, err)
-	r.env.Topology = top
+	r.Topology = top
 	r.accept(t, "s1", "call-1", steertest.Choose(qs))
 }

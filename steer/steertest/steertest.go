@@ -2,7 +2,9 @@
 // appends the events an agent runtime would record (headers, question
 // calls and their results, inbox splices, claims, admissions, discards and
 // Turn ends) through sessionlog, so tests exercise the same log, fold and
-// reservations that production does.
+// reservations that production does. [Start] gives those tests the real
+// embedded server, Session log and reservations to run on, and
+// [Env.RunTracker] the reservation Tracker that follows a reply.
 package steertest
 
 import (
