@@ -56,6 +56,7 @@ const (
 	typeWelcome = "welcome"
 	typeEvents  = "events"
 	typeView    = "view"
+	typeReady   = "ready"
 	typeRequest = "request"
 	typeCancel  = "cancel"
 	typeFrame   = "frame"

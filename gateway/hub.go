@@ -53,8 +53,12 @@ type hub struct {
 	mu      sync.Mutex
 	watches map[*watch]struct{}
 	conns   map[*conn]int // watches per connection
-	view    json.RawMessage
-	live    map[string]liveRequest
+	// view is the Session's projection once known (viewKnown); nil when
+	// the bucket has no value for the Session, which Clients get as null.
+	view      json.RawMessage
+	viewKnown bool
+	viewed    chan struct{} // closed once viewKnown is set
+	live      map[string]liveRequest
 }
 
 // liveRequest is a Remote Event request and its encoded frame.
@@ -75,6 +79,7 @@ func (hs *hubs) join(ctx context.Context, w *watch) (*hub, error) {
 			ready:   make(chan struct{}),
 			watches: make(map[*watch]struct{}),
 			conns:   make(map[*conn]int),
+			viewed:  make(chan struct{}),
 			live:    make(map[string]liveRequest),
 		}
 		h.ctx, h.cancel = context.WithCancel(hs.s.ctx)
@@ -182,6 +187,9 @@ func (h *hub) open(ctx context.Context) error {
 	}, h.onView); err != nil {
 		return err
 	}
+	if err := h.awaitView(ctx, views); err != nil {
+		return err
+	}
 	for _, svc := range h.s.services {
 		if svc.Events == nil {
 			continue
@@ -199,6 +207,52 @@ func (h *hub) open(ctx context.Context) error {
 		})
 	}
 	return nil
+}
+
+// awaitView returns once the hub knows the Session's projection, so a
+// watch that joins gets it before it is ready: the value the view feed
+// delivers, or none when the bucket holds no value for the Session (a
+// Session with no question events folded yet). The feed was opened first,
+// so a value written after the look-up still arrives through it.
+func (h *hub) awaitView(ctx context.Context, views jetstream.Stream) error {
+	last, err := views.GetLastMsgForSubject(ctx, kvSubjectPfx+h.sid)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		h.knowView(nil)
+	case err != nil:
+		return holdover.Newf(CodeUnavailable, "projection of Session %s: %v", h.sid, err)
+	case last.Header.Get(kvOperation) != "":
+		h.knowView(nil) // deleted or purged: no projection until the next write
+	}
+	select {
+	case <-h.viewed:
+		return nil
+	case <-ctx.Done():
+		return holdover.Newf(CodeUnavailable, "projection of Session %s did not arrive: %v", h.sid, ctx.Err())
+	}
+}
+
+// knowView records that the Session has no projection, unless the feed
+// has delivered one meanwhile.
+func (h *hub) knowView(view json.RawMessage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.viewKnown {
+		h.setView(view)
+	}
+}
+
+// setView records the Session's projection and sends it to every watch.
+// h.mu is held.
+func (h *hub) setView(view json.RawMessage) {
+	if !h.viewKnown {
+		h.viewKnown = true
+		close(h.viewed)
+	}
+	h.view = view
+	for w := range h.watches {
+		w.sendView(view)
+	}
 }
 
 // consume starts an ordered consumer with the feed's inactive threshold.
@@ -243,7 +297,7 @@ func (h *hub) add(w *watch) {
 	defer h.mu.Unlock()
 	h.watches[w] = struct{}{}
 	h.conns[w.c]++
-	if h.view != nil {
+	if h.viewKnown {
 		w.sendView(h.view)
 	}
 	if h.conns[w.c] == 1 {
@@ -282,7 +336,10 @@ func (h *hub) onEvent(m jetstream.Msg) {
 // onView fans a new projection of the Session out to every watch.
 func (h *hub) onView(m jetstream.Msg) {
 	if op := m.Headers().Get(kvOperation); op != "" {
-		return // a delete or purge: no projection to show; the next write brings one
+		// A delete or purge (an operator rebuilding the projection): the
+		// next write brings the view again. Clients keep the one they have
+		// meanwhile, so their cards and drafts are not cleared (C5).
+		return
 	}
 	// The bucket holds the view indented for operators; Clients get it
 	// compact.
@@ -291,13 +348,9 @@ func (h *hub) onView(m jetstream.Msg) {
 		h.s.log.Warn("session feed: projection is not JSON; passed over", "session", h.sid, "err", err)
 		return
 	}
-	view := json.RawMessage(buf.Bytes())
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.view = view
-	for w := range h.watches {
-		w.sendView(view)
-	}
+	h.setView(buf.Bytes())
 }
 
 // Request forwards a Remote Event request to every connection watching

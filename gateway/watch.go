@@ -13,8 +13,10 @@ import (
 // A watch is one Client's view of one Session: its events from a seq on,
 // in order and each once, and its projection whenever it changes.
 //
-// A watch is live once its first events frame has gone out: the history,
-// or an empty list when there was none to send.
+// A watch is ready once it is live: its history and the projection have
+// gone out and it follows the Session's events, projection and requests.
+// It then sends one ready frame, so a Client can tell "caught up" from
+// "still loading" (docs/protocol.md).
 //
 // Every event in the Session log names the seq it was appended after
 // (sessionlog.PrevHeader), so a watch can tell a gap from a quiet
@@ -28,9 +30,10 @@ type watch struct {
 	id  string
 	sid string
 	// The frame text before the events list and before the view, with the
-	// watch id and Session already encoded.
+	// watch id and Session already encoded, and the whole ready frame.
 	eventsHead []byte
 	viewHead   []byte
+	readyFrame []byte
 
 	mu       sync.Mutex
 	after    uint64 // the seq of the last event sent (or passed over)
@@ -39,7 +42,7 @@ type watch struct {
 	overflow bool // held grew too long and was dropped; read again
 	hub      *hub
 	stopped  bool
-	sent     bool // an events frame has gone out
+	ready    bool // the ready frame has gone out
 }
 
 // maxHeld bounds the live events a watch holds back while it reads the
@@ -55,11 +58,13 @@ const (
 func newWatch(c *conn, id, sid string, after uint64) *watch {
 	idJSON, _ := json.Marshal(id)   // strings always encode
 	sidJSON, _ := json.Marshal(sid) // strings always encode
-	head := func(typ, list string) []byte {
-		return slices.Concat([]byte(`{"type":"`+typ+`","id":`), idJSON, []byte(`,"session":`), sidJSON, []byte(`,"`+list+`":`))
+	head := func(typ string) []byte {
+		return slices.Concat([]byte(`{"type":"`+typ+`","id":`), idJSON, []byte(`,"session":`), sidJSON)
 	}
 	return &watch{c: c, id: id, sid: sid, after: after, catching: true,
-		eventsHead: head(typeEvents, "events"), viewHead: head(typeView, "view")}
+		eventsHead: slices.Concat(head(typeEvents), []byte(`,"events":`)),
+		viewHead:   slices.Concat(head(typeView), []byte(`,"view":`)),
+		readyFrame: slices.Concat(head(typeReady), []byte(`}`))}
 }
 
 // watch starts watching a Session: events from fromSeq on (all of them
@@ -233,11 +238,9 @@ func (w *watch) catchUp() {
 		done := w.drainHeld(len(read) == 0)
 		if done {
 			w.catching = false
-			if !w.sent {
-				// Nothing to send yet: an empty frame still tells the
-				// Client the watch is live.
-				w.sent = true
-				w.c.send(w.eventsFrame(nil))
+			if !w.ready {
+				w.ready = true
+				w.c.send(w.readyFrame)
 			}
 		}
 		w.mu.Unlock()
@@ -258,9 +261,6 @@ func (w *watch) sendHistory(evs []feedEvent) bool {
 		}
 		ok := w.c.sendWait(w.eventsFrame(batch))
 		batch, size = batch[:0], 0
-		w.mu.Lock()
-		w.sent = true
-		w.mu.Unlock()
 		return ok
 	}
 	for _, ev := range evs {
@@ -314,7 +314,6 @@ func (w *watch) sendLive(evs []feedEvent) {
 		w.after = max(w.after, ev.seq)
 	}
 	if len(batch) > 0 {
-		w.sent = true
 		w.c.send(w.eventsFrame(batch))
 	}
 }
@@ -337,7 +336,11 @@ func (w *watch) eventsFrame(evs [][]byte) []byte {
 	return append(out, ']', '}')
 }
 
-// sendView sends the Session's projection.
+// sendView sends the Session's projection; nil, when the Session has
+// none, goes out as null.
 func (w *watch) sendView(view json.RawMessage) {
+	if view == nil {
+		view = json.RawMessage("null")
+	}
 	w.c.send(slices.Concat(w.viewHead, view, []byte("}")))
 }

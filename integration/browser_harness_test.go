@@ -204,9 +204,13 @@ func (w *browserWorld) open(sid, name string, isolated bool) *browserPage {
 	go p.watchConsole()
 	w.t.Cleanup(p.noExceptions)
 	p.do(chromedp.Navigate(w.gw.pageURL(sid)))
-	p.waitFor("the page to connect", `document.getElementById("status")?.textContent === "Connected"`)
+	p.waitFor("the page to be live", browserLive)
 	return p
 }
+
+// browserLive is true once every watch of the page is live (its ready
+// frame came); the status line then reads "Live".
+const browserLive = `document.getElementById("status")?.dataset.state === "live" && document.getElementById("status")?.textContent === "Live"`
 
 // watchConsole keeps the page's uncaught exceptions; a test fails on any.
 func (p *browserPage) watchConsole() {

@@ -53,6 +53,22 @@ func browserExpandAll(pred string) string {
 	return `(() => { document.querySelectorAll('.disclosure[aria-expanded="false"]').forEach((b) => b.click()); return ` + pred + `; })()`
 }
 
+func TestBrowserSessionWithoutQuestionsIsLiveAndEmptyThenShowsTheFirstQuestion(t *testing.T) {
+	// C1: a Session with no projection entry yet reads as an empty, working page, not as
+	// loading; the page says "Live" only once its watch is (docs/protocol.md, ready).
+	w := newBrowserWorld(t, browserAskDB(60))
+	const sid = "s-empty"
+	p := w.open(sid, "user", false) // waits for "Live"
+	p.waitFor("the empty page", browserText(`.crumbs .facts`)+` === "0 events · no questions yet"`)
+	require.Equal(t, "No events in this Session yet.", p.str(browserText(`.transcript .hint`)))
+	p.shot("empty-session")
+
+	w.start(w.ctx, sid, "Set up the service")
+	p.waitFor("the first question", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
+	p.waitFor("the facts to follow", `!`+browserText(`.crumbs .facts`)+`.includes("no questions yet")`)
+	p.shot("first-question")
+}
+
 func TestBrowserTimedCardExpiresToWorkContinuedThenALateAnswerRendersOneReply(t *testing.T) {
 	// P1, W5, C3, C4, P5, G1–G3.
 	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(3), browserSayMovedOn, browserOnLateAnswer}, "\n"))
@@ -194,7 +210,7 @@ func TestBrowserReloadMidDraftRestoresAnswersAndDisposition(t *testing.T) {
 	p.shot("draft")
 
 	p.do(chromedp.Reload())
-	p.waitFor("the page to reconnect", `document.getElementById("status")?.textContent === "Connected"`)
+	p.waitFor("the page to reconnect", browserLive)
 	p.waitFor("the restored page", browserQuery(browserCard+`[data-channel="waterfall"] .question[data-question-id="extras"]`)+` !== null`)
 	require.True(t, p.bool(`document.querySelector('`+browserCard+` input[value="Tracing"]')?.checked`))
 	require.False(t, p.bool(`document.querySelector('`+browserCard+` input[value="Metrics"]')?.checked`))
@@ -311,13 +327,13 @@ func TestBrowserGatewayRestartKeepsCardsAndDrafts(t *testing.T) {
 	p.waitFor("the draft", `document.querySelector('`+browserCard+` textarea')?.value === "with WAL"`)
 
 	w.gw.kill()
-	p.waitFor("the Client to notice", `document.getElementById("status")?.textContent.includes("econnecting")`)
+	p.waitFor("the Client to notice", `["waiting", "connecting"].includes(document.getElementById("status")?.dataset.state) && /^(Disconnected · reconnecting in \d+s|Reconnecting…)$/.test(document.getElementById("status")?.textContent)`)
 	p.waitFor("the card to stay, without a channel", browserQuery(browserCard+`[data-channel="none"]`)+` !== null`)
 	require.Equal(t, "SQLite", p.str(`document.querySelector('`+browserCard+` input:checked')?.value`))
 	p.shot("gateway-down")
 
 	w.gw.start()
-	p.waitFor("the Client to reconnect", `document.getElementById("status")?.textContent === "Connected"`)
+	p.waitFor("the Client to reconnect", browserLive)
 	p.waitFor("the request again", browserQuery(browserCard+`[data-channel="waterfall"]`)+` !== null`)
 	require.Equal(t, "SQLite", p.str(`document.querySelector('`+browserCard+` input:checked')?.value`))
 	require.Equal(t, "with WAL", p.str(`document.querySelector('`+browserCard+` textarea')?.value`))
@@ -356,7 +372,7 @@ func TestBrowserQueuedReplyRowShowsViewAnswersBeforeAndAfterReload(t *testing.T)
 	viewQueued("queued")
 
 	p.do(chromedp.Reload())
-	p.waitFor("the page to reconnect", `document.getElementById("status")?.textContent === "Connected"`)
+	p.waitFor("the page to reconnect", browserLive)
 	viewQueued("queued-after-reload")
 
 	w.clock.Advance(10 * time.Minute) // the agent's independent work ends; the next step admits the reply
@@ -428,19 +444,13 @@ func TestBrowserPlanReviewApprovesAndAnUnkeyedCardDismissedIsCancelled(t *testin
 		err     error
 	}
 	// A legacy ask fails NO_PROVIDER while no answerer watches the Session
-	// (W6); "Connected" on the page comes before its watch reaches NATS.
+	// (W6); a live page's watch follows the Session's requests, so it never
+	// does here.
 	ask := func(req holdover.AskRequest) <-chan asked {
 		done := make(chan asked, 1)
 		go func() {
-			for {
-				answers, err := w.user.Ask(w.ctx, req)
-				if holdover.CodeOf(err) == holdover.CodeNoProvider && w.ctx.Err() == nil {
-					time.Sleep(20 * time.Millisecond)
-					continue
-				}
-				done <- asked{answers, err}
-				return
-			}
+			answers, err := w.user.Ask(w.ctx, req)
+			done <- asked{answers, err}
 		}()
 		return done
 	}

@@ -57,7 +57,7 @@ func benchFanOut(b *testing.B, clients int) {
 				var f gwFrame
 				_ = json.Unmarshal(data, &f)
 				switch {
-				case f.Type == "events" && first:
+				case f.Type == "ready" && first:
 					first = false
 					close(live)
 				case f.Type == "request":

@@ -276,12 +276,12 @@ func (c *gwClient) closed() websocket.StatusCode {
 	}
 }
 
-// watchLive watches a Session that has no events yet and waits until the
-// watch is live: its first (empty) events frame has come.
+// watchLive watches a Session and waits until the watch is live: its
+// ready frame has come.
 func (c *gwClient) watchLive(id, sid string) {
 	c.t.Helper()
 	c.send(map[string]any{"type": "watch", "id": id, "session": sid, "fromSeq": 1})
-	c.take("the first events frame of "+id, gwTypeID("events", id))
+	c.take("the ready frame of "+id, gwTypeID("ready", id))
 }
 
 // alive proves the connection still works: a call round-trips.

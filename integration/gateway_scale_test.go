@@ -245,7 +245,7 @@ func TestGatewayScaleClients(t *testing.T) {
 					continue
 				}
 				switch f.Type {
-				case "events":
+				case "ready":
 					once.Do(func() { close(live) })
 				case "request":
 					var p gwPayload

@@ -184,3 +184,76 @@ func TestGatewayTwoWatchesOfOneSessionOnOneConnection(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Equal(t, fgAnswer("no"), r.out.Answers)
 }
+
+// A watch tells the Client when it is live with one ready frame, after the
+// history and the projection: before it, the page is still loading; after
+// it, everything new arrives as it happens (docs/protocol.md, "Watching a
+// Session").
+func TestGatewayWatchIsReadyAfterHistoryAndView(t *testing.T) {
+	t.Parallel()
+	w := newGWWorld(t, gateway.Limits{})
+	seqs := w.gwAppend("s1", 300) // more than one history frame
+	data, err := json.Marshal(projection.View{LastSeq: seqs[len(seqs)-1]})
+	require.NoError(t, err)
+	_, err = w.env.Topology.Questions.Put(context.Background(), "s1", data)
+	require.NoError(t, err)
+
+	c := w.dial(gwTokenAna)
+	c.welcome()
+	c.watchLive("w1", "s1")
+	// Everything the ready frame follows has arrived before it.
+	assert.Equal(t, seqs, c.seqsOf("w1", len(seqs)))
+	c.take("the view", gwTypeID("view", "w1"))
+	order := typesOf(c.framesSnapshot(), "w1")
+	assert.Equal(t, "ready", order[len(order)-1], "ready is the last frame of the catch-up: %v", order)
+	assert.Equal(t, 1, countOf(order, "ready"))
+
+	more := w.gwAppend("s1", 1)
+	assert.Equal(t, more, c.seqsOf("w1", 1))
+	assert.Equal(t, 1, countOf(typesOf(c.framesSnapshot(), "w1"), "ready"), "a watch is ready once")
+}
+
+// A Session with no projection entry yet (no question events folded) gets
+// a null view, so the Client shows an empty, working page; the first
+// projection write then arrives as usual (C1).
+func TestGatewayWatchOfASessionWithoutProjectionGetsANullView(t *testing.T) {
+	t.Parallel()
+	w := newGWWorld(t, gateway.Limits{})
+	w.gwAppend("s1", 2)
+
+	c := w.dial(gwTokenAna)
+	c.welcome()
+	c.watchLive("w1", "s1")
+	first := c.take("the absent view", gwTypeID("view", "w1"))
+	assert.Equal(t, "null", string(first.View))
+
+	data, err := json.Marshal(projection.View{LastSeq: 3, Active: []projection.Call{{CallID: "call-1", Status: projection.Open, Seq: 3, Questions: fgQuestions}}})
+	require.NoError(t, err)
+	_, err = w.env.Topology.Questions.Put(context.Background(), "s1", data)
+	require.NoError(t, err)
+	second := c.take("the first projection", gwTypeID("view", "w1"))
+	var v projection.View
+	require.NoError(t, json.Unmarshal(second.View, &v))
+	require.Len(t, v.Active, 1)
+	assert.Equal(t, "call-1", v.Active[0].CallID)
+}
+
+func typesOf(frames []gwFrame, id string) []string {
+	var out []string
+	for _, f := range frames {
+		if f.ID == id {
+			out = append(out, f.Type)
+		}
+	}
+	return out
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}

@@ -379,7 +379,7 @@ func closeError(err error) error {
 // route hands one frame to what its id names.
 func (c *Conn) route(f serverFrame) {
 	switch f.Type {
-	case "events", "view":
+	case "events", "view", "ready":
 		if s := c.session(f.ID); s != nil {
 			s.onFrame(f)
 		}

@@ -104,7 +104,10 @@ func parseServerFrame(data []byte) (f serverFrame, known bool, err error) {
 			}
 		}
 	case "view":
-		err = firstErr(need(f.ID != "", "an id"), need(isObject(f.View), "a view object"))
+		// A null view: the Session has no projection yet.
+		err = firstErr(need(f.ID != "", "an id"), need(isObject(f.View) || string(f.View) == "null", "a view object or null"))
+	case "ready":
+		err = firstErr(need(f.ID != "", "an id"), need(f.Session != "", "a session"))
 	case "request":
 		err = firstErr(need(f.ID != "", "an id"), need(f.Session != "", "a session"), need(f.Event != "", "an event"))
 	case "cancel":

@@ -96,9 +96,9 @@ func (s *Session) onFrame(f serverFrame) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch f.Type {
-	case "events":
-		// The watch is live from its first events frame; the events
-		// themselves are the web transcript's business.
+	case "ready":
+		// The events themselves are the web transcript's business; this
+		// Client waits for the watch to be live.
 		if !s.isLive {
 			s.isLive = true
 			close(s.live)

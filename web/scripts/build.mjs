@@ -1,5 +1,7 @@
-// Builds the Client into dist/: src/main.ts bundled as app.js, and the
-// static files (index.html, app.css) copied beside it. The output is a pure
+// Builds the Client into dist/: src/main.ts bundled as app.js and
+// src/app.css minified as app.css. The page itself, static/index.html,
+// needs no build and is not copied: the web package serves it from where
+// it is written (embed.go). The output is a pure
 // function of the sources and the locked esbuild version — no timestamps,
 // no absolute paths, no source maps — so CI can rebuild it and compare
 // (scripts/check-dist.mjs).
@@ -7,8 +9,8 @@
 // Usage: node scripts/build.mjs [outdir]   (default: dist)
 
 import { build } from "esbuild";
-import { copyFile, mkdir, readdir, rm } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { mkdir, rm } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -19,8 +21,11 @@ export async function buildClient(outdir) {
   await mkdir(outdir, { recursive: true });
   await build({
     absWorkingDir: root,
-    entryPoints: ["src/main.ts"],
-    outfile: join(outdir, "app.js"),
+    entryPoints: [
+      { in: "src/main.ts", out: "app" },
+      { in: "src/app.css", out: "app" },
+    ],
+    outdir,
     bundle: true,
     format: "esm",
     platform: "browser",
@@ -31,10 +36,6 @@ export async function buildClient(outdir) {
     charset: "utf8",
     logLevel: "warning",
   });
-  const staticDir = join(root, "static");
-  for (const name of (await readdir(staticDir)).sort()) {
-    await copyFile(join(staticDir, name), join(outdir, name));
-  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -5,7 +5,8 @@
 // events received survive a reconnect (docs/protocol.md, "Reconnecting").
 
 import { h, render } from "preact";
-import { reconnectDelayMs, sessionsFromQuery, socketURL, takeToken } from "./app/boot";
+import { sessionsFromQuery, socketURL, takeToken } from "./app/boot";
+import { Link } from "./app/link";
 import { AppStore } from "./app/store";
 import { Connection, unavailable } from "./protocol/connection";
 import { questionRequestEvent } from "./protocol/frames";
@@ -32,7 +33,6 @@ if (found.token) {
 const token = found.token ?? sessionStorage.getItem(tokenKey) ?? undefined;
 
 let connection: Connection | undefined;
-let stopped = false;
 
 // The cards outlive connections: this transport uses whichever one is current.
 const transport: QuestionsTransport = {
@@ -53,22 +53,17 @@ const cards = new QuestionCards({ transport, clock: systemClock, drafts });
 const store = new AppStore(sessionsFromQuery(location.search), cards, token !== undefined);
 window.addEventListener("pagehide", () => cards.teardown());
 
-const status = document.getElementById("status");
-store.subscribe(() => {
-  if (status && status.textContent !== store.status) status.textContent = store.status;
+const statusLine = document.getElementById("status");
+const link = new Link(store.sessions, systemClock, connect, () => {
+  if (!statusLine) return;
+  const text = link.text();
+  if (statusLine.textContent !== text) statusLine.textContent = text;
+  statusLine.dataset.state = link.phase;
 });
 
-function connect(attempt: number): void {
-  if (!token) {
-    store.setStatus("No access token");
-    return;
-  }
-  store.setStatus(attempt === 0 ? "Connecting…" : "Reconnecting…");
-  connection = new Connection(new WebSocket(socketURL(location, token)), {
-    welcome: () => {
-      attempt = 0;
-      store.setStatus("Connected");
-    },
+function connect(): void {
+  const current = new Connection(new WebSocket(socketURL(location, token ?? "")), {
+    welcome: () => link.welcomed(),
     request: (request) => {
       // The gateway forwards every Remote Event of a watched Session; this
       // Client answers question requests and passes every other one on.
@@ -76,21 +71,16 @@ function connect(attempt: number): void {
       else request.channel.delegate();
     },
     cancel: (session, requestId) => cards.cancelled(session, requestId),
-    error: (error) => {
-      if (error.code === "UNAUTHORIZED") stopped = true;
-      store.setStatus(`${error.code}: ${error.message}`);
-    },
+    error: (error) => link.failed(error),
     closed: () => {
       connection = undefined;
       cards.disconnected();
-      if (stopped) return;
-      const next = attempt + 1;
-      store.setStatus("Disconnected; reconnecting…");
-      setTimeout(() => connect(next), reconnectDelayMs(next));
+      link.closed();
     },
   });
+  connection = current;
   for (const session of store.sessions) {
-    connection.watch(session, store.directory.resumeFrom(session), {
+    current.watch(session, store.directory.resumeFrom(session), {
       events: (events) => {
         store.directory.addEvents(session, events);
         store.changed();
@@ -100,11 +90,13 @@ function connect(attempt: number): void {
         cards.reconcile(session, view);
         store.changed();
       },
-      error: (error) => store.setStatus(`${session}: ${error.code}: ${error.message}`),
+      ready: () => link.watchReady(session),
+      error: (error) => link.watchFailed(session, error),
     });
   }
 }
 
 const root = document.getElementById("app");
 if (root) render(h(App, { store }), root);
-connect(0);
+if (token) link.start();
+else link.noToken();

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { call, view } from "../testing/questionHarness";
 import { parseRoute, reconnectDelayMs, sessionHref, sessionsFromQuery, socketURL, takeToken } from "./boot";
-import { SessionDirectory } from "./sessions";
+import { SessionDirectory, summaryFacts } from "./sessions";
+import { emptyView } from "../protocol/frames";
 
 describe("boot", () => {
   it("connects to ws(s)://<host>/ws?token=…", () => {
@@ -49,5 +50,17 @@ describe("SessionDirectory", () => {
     expect(d.view("s1")?.lastSeq).toBe(4);
     expect(d.view("s2")).toBeUndefined();
     expect(d.resumeFrom("s2")).toBe(1);
+  });
+});
+
+describe("summaryFacts", () => {
+  it("says loading until a view arrives, no questions yet for an empty projection, and the answered count after", () => {
+    const d = new SessionDirectory(["s1"]);
+    const facts = () => summaryFacts(d.list()[0]!);
+    expect(facts()).toBe("0 events · loading questions…");
+    d.setView("s1", emptyView()); // a Session with no projection entry (C1)
+    expect(facts()).toBe("0 events · no questions yet");
+    d.setView("s1", view([call("a", "open")], 3));
+    expect(facts()).toBe("0 events · 0 answered");
   });
 });

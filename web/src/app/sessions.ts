@@ -80,3 +80,15 @@ export class SessionDirectory {
     return [...this.summaries.values()].map((s) => ({ ...s }));
   }
 }
+
+/**
+ * The facts line of a Session: its events and how its questions stand. A
+ * Session whose projection has no entry yet (no question events) reads
+ * "no questions yet", as one whose questions were all removed would.
+ */
+export function summaryFacts(s: SessionSummary): string {
+  const events = `${s.events} events`;
+  if (!s.viewed) return `${events} · loading questions…`;
+  if (s.open + s.continued + s.settled === 0) return `${events} · no questions yet`;
+  return `${events} · ${s.settled} answered`;
+}

@@ -1,6 +1,6 @@
-// The page's state outside the question cards: the connection status, the
-// watched Sessions and what arrived for them. Components subscribe to it
-// and to QuestionCards, and re-render on either.
+// The page's state outside the question cards: the watched Sessions and
+// what arrived for them. Components subscribe to it and to QuestionCards,
+// and re-render on either. The connection status is the Link's.
 
 import type { QuestionCards } from "../questions";
 import { SessionDirectory } from "./sessions";
@@ -11,7 +11,6 @@ export class AppStore {
   readonly cards: QuestionCards;
   /** Whether a token was found; without one nothing connects. */
   readonly hasToken: boolean;
-  status = "Starting…";
   private readonly listeners = new Set<() => void>();
 
   constructor(sessions: readonly string[], cards: QuestionCards, hasToken: boolean) {
@@ -25,11 +24,6 @@ export class AppStore {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   };
-
-  setStatus(text: string): void {
-    this.status = text;
-    this.changed();
-  }
 
   changed(): void {
     for (const listener of [...this.listeners]) listener();

@@ -43,6 +43,18 @@ describe("Connection", () => {
     expect(socket.take().slice(-1)).toEqual([{ type: "unwatch", id: "w1" }]);
   });
 
+  it("tells a watch when it is live, once its ready frame comes", () => {
+    const { socket, connection } = connect();
+    socket.open();
+    const got: string[] = [];
+    connection.watch("s1", 1, { events: () => got.push("events"), view: () => got.push("view"), ready: () => got.push("ready") });
+    connection.watch("s2", 1, { events: () => {}, view: () => {}, ready: () => got.push("ready s2") });
+    socket.deliver({ type: "view", id: "w1", session: "s1", view: null });
+    socket.deliver({ type: "events", id: "w1", session: "s1", events: [] });
+    socket.deliver({ type: "ready", id: "w1", session: "s1" });
+    expect(got).toEqual(["view", "events", "ready"]);
+  });
+
   it("turns a request frame into an answer channel whose outcomes go back as settle, reject and delegate", () => {
     const { socket, seen } = connect();
     socket.open();

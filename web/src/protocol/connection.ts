@@ -39,6 +39,8 @@ export interface ConnectionHandlers {
 export interface WatchHandlers {
   events(events: SessionEvent[]): void;
   view(view: View): void;
+  /** The watch is live: history and projection are in, and what follows arrives as it happens. */
+  ready?(): void;
   error?(error: WireError): void;
 }
 
@@ -159,6 +161,9 @@ export class Connection implements QuestionsTransport {
         return;
       case "view":
         this.watches.get(frame.id)?.view(frame.view);
+        return;
+      case "ready":
+        this.watches.get(frame.id)?.ready?.();
         return;
       case "request":
         this.handlers.request({

@@ -18,6 +18,16 @@ describe("parseServerFrame", () => {
     expect(parseServerFrame('{"type":"close","id":"s2"}')).toEqual({ type: "close", id: "s2" });
     expect(parseServerFrame('{"type":"result","id":"c3","result":{"accepted":true}}')).toEqual({ type: "result", id: "c3", result: { accepted: true } });
     expect(parseServerFrame('{"type":"error","code":"UNAUTHORIZED","message":"bad token"}')).toEqual({ type: "error", code: "UNAUTHORIZED", message: "bad token" });
+    expect(parseServerFrame('{"type":"ready","id":"w1","session":"s1"}')).toEqual({ type: "ready", id: "w1", session: "s1" });
+  });
+
+  it("reads a null view, a Session without a projection entry, as one with no questions", () => {
+    expect(parseServerFrame('{"type":"view","id":"w1","session":"s1","view":null}')).toEqual({
+      type: "view",
+      id: "w1",
+      session: "s1",
+      view: { active: [], settled: [], timed: false, lastSeq: 0 },
+    });
   });
 
   it("reads a projection view as Go writes it, nil slices included", () => {
@@ -57,6 +67,7 @@ describe("parseServerFrame", () => {
     ["no type", "{}"],
     ["a list", "[]"],
     ["request without id", '{"type":"request","session":"s1","event":"e"}'],
+    ["ready without session", '{"type":"ready","id":"w1"}'],
     ["view with an unknown status", '{"type":"view","id":"w","session":"s","view":{"active":[{"callId":"c","status":"weird","questions":[],"seq":1}],"settled":[],"lastSeq":1}}'],
     ["view with a malformed question", '{"type":"view","id":"w","session":"s","view":{"active":[{"callId":"c","status":"open","questions":[{"id":3}],"seq":1}],"settled":[],"lastSeq":1}}'],
     ["error without code", '{"type":"error","message":"x"}'],

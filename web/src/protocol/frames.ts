@@ -36,6 +36,7 @@ export type ServerFrame =
   | { type: "welcome"; protocol: number; clientId: string }
   | { type: "events"; id: string; session: string; events: SessionEvent[] }
   | { type: "view"; id: string; session: string; view: View }
+  | { type: "ready"; id: string; session: string }
   | { type: "request"; id: string; session: string; event: string; payload: unknown }
   | { type: "cancel"; id: string; session: string; reason?: string }
   | { type: "frame"; id: string; data: unknown }
@@ -68,7 +69,10 @@ export function parseServerFrame(text: string): ServerFrame | undefined {
     case "events":
       return { type: "events", id: f.string("id"), session: f.string("session"), events: f.list("events", sessionEvent) };
     case "view":
-      return { type: "view", id: f.string("id"), session: f.string("session"), view: view(f.record("view")) };
+      // null: the Session has no projection yet, which reads as one with no questions.
+      return { type: "view", id: f.string("id"), session: f.string("session"), view: v.view === null ? emptyView() : view(f.record("view")) };
+    case "ready":
+      return { type: "ready", id: f.string("id"), session: f.string("session") };
     case "request":
       return { type: "request", id: f.string("id"), session: f.string("session"), event: f.string("event"), payload: v.payload };
     case "cancel": {
@@ -126,6 +130,11 @@ function sessionEvent(x: unknown): SessionEvent {
   if (!isRecord(x)) throw new ProtocolError("an event must be an object");
   const f = new Fields(x, "event");
   return { seq: f.number("seq"), type: f.string("type"), at: typeof x.at === "string" ? x.at : "", data: x.data };
+}
+
+/** The view of a Session whose projection has no entry: no question events folded yet. */
+export function emptyView(): View {
+  return { active: [], settled: [], timed: false, lastSeq: 0 };
 }
 
 /** Reads a projection view, rebuilding each call from checked fields. */

@@ -4,7 +4,7 @@
 import { useCallback } from "preact/hooks";
 import type { AppStore } from "../app/store";
 import { parseRoute, sessionHref } from "../app/boot";
-import type { SessionSummary } from "../app/sessions";
+import { summaryFacts, type SessionSummary } from "../app/sessions";
 import { Text } from "../questions/text";
 import { useHash, useSubscription, useTicker } from "./hooks";
 import { QuestionCard } from "./QuestionCard";
@@ -29,17 +29,13 @@ function SessionList({ store }: { store: AppStore }) {
             <a class="id" href={sessionHref(s.session)}>
               {s.session}
             </a>
-            <span class="facts">{facts(s)}</span>
+            <span class="facts">{summaryFacts(s)}</span>
             <span class="questions">{questionFacts(s, store.cards.list(s.session).filter((c) => c.visible).length)}</span>
           </li>
         ))}
       </ul>
     </section>
   );
-}
-
-function facts(s: SessionSummary): string {
-  return s.viewed ? `${s.events} events · ${s.settled} answered` : `${s.events} events · waiting for the projection`;
 }
 
 function questionFacts(s: SessionSummary, shown: number): string {
@@ -68,7 +64,7 @@ function SessionPage({ store, session }: { store: AppStore; session: string }) {
       <div class="crumbs">
         <a href="#/">All Sessions</a>
         <h2 class="session-id">{session}</h2>
-        {summary && <span class="facts">{facts(summary)}</span>}
+        {summary && <span class="facts">{summaryFacts(summary)}</span>}
       </div>
       <div class={`layout${shown.length + hidden.length > 0 ? " with-dock" : ""}`}>
         <section class="transcript" aria-label="Transcript">
