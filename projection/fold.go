@@ -91,17 +91,7 @@ func (v *View) applyCall(c *events.ToolCall, seq uint64) {
 	if !v.Timed || c.Name != holdover.ToolName {
 		return
 	}
-	args, ok := parseArgs(c.Arguments)
-	if !ok {
-		return
-	}
-	v.track(Call{
-		CallID:    c.CallID,
-		Status:    Open,
-		Questions: args.Questions,
-		Blocking:  args.Timeout != nil && *args.Timeout == blockingTimeout,
-		Seq:       seq,
-	})
+	v.trackAsk(Call{CallID: c.CallID, Status: Open, Seq: seq}, c.Arguments)
 }
 
 // applyResult moves an open call on by its tool result (D3): pending or a
@@ -143,45 +133,24 @@ func (v *View) applyDispatch(d *events.PTCDispatch, seq uint64) {
 	if _, pending := holdover.ParsePending(events.JoinText(d.Content)); !pending {
 		return
 	}
-	args, ok := parseArgs(d.Arguments)
-	if !ok {
-		return
-	}
-	v.track(Call{
-		CallID:       d.CallID,
-		Status:       Continued,
-		Questions:    args.Questions,
-		ParentCallID: d.ParentCallID,
-		Blocking:     args.Timeout != nil && *args.Timeout == blockingTimeout,
-		Seq:          seq,
-	})
+	v.trackAsk(Call{CallID: d.CallID, Status: Continued, ParentCallID: d.ParentCallID, Seq: seq}, d.Arguments)
 }
 
 // applyAdmission settles the active call a late reply names once the reply
 // is admitted into the agent's context (D5). The source, not the text,
 // identifies a reply (G1); unreadable text settles with an empty batch.
 func (v *View) applyAdmission(m events.Message, seq uint64) {
-	if !m.Source.IsQuestionReply() {
-		return
+	if i := v.repliedIndex(m); i >= 0 {
+		v.settle(i, replyAnswers(m, v.Active[i].Questions), true, seq)
 	}
-	i := v.activeIndex(m.Source.CallID)
-	if i < 0 {
-		return
-	}
-	v.settle(i, replyAnswers(m, v.Active[i].Questions), true, seq)
 }
 
 // applySplice records a late reply that reached the agent's inbox. It
 // never settles the call: only admission does (D5, D8).
 func (v *View) applySplice(m events.Message, seq uint64) {
-	if !m.Source.IsQuestionReply() {
-		return
+	if i := v.repliedIndex(m); i >= 0 {
+		v.Active[i].Queued = &Queued{MessageID: m.ID, Answers: replyAnswers(m, v.Active[i].Questions), Seq: seq}
 	}
-	i := v.activeIndex(m.Source.CallID)
-	if i < 0 {
-		return
-	}
-	v.Active[i].Queued = &Queued{MessageID: m.ID, Answers: replyAnswers(m, v.Active[i].Questions), Seq: seq}
 }
 
 // applyDiscard releases the queued reply with messageID (D8, P5).
@@ -199,6 +168,19 @@ func (v *View) releaseQueued() {
 	for i := range v.Active {
 		v.Active[i].Queued = nil
 	}
+}
+
+// trackAsk tracks c with the questions and blocking flag of its
+// ask_user_question arguments raw; a call whose arguments are not a valid
+// ask is not tracked (M2–M4).
+func (v *View) trackAsk(c Call, raw json.RawMessage) {
+	args, ok := parseArgs(raw)
+	if !ok {
+		return
+	}
+	c.Questions = args.Questions
+	c.Blocking = args.Timeout != nil && *args.Timeout == blockingTimeout
+	v.track(c)
 }
 
 // track adds c at the end of Active, replacing any active or settled
@@ -224,6 +206,16 @@ func (v *View) removeActive(i int) { v.Active = slices.Delete(v.Active, i, i+1) 
 
 func (v *View) activeIndex(callID string) int {
 	return slices.IndexFunc(v.Active, func(c Call) bool { return c.CallID == callID })
+}
+
+// repliedIndex is the index in Active of the call a late reply m names,
+// or -1 when m is no reply or its call is not active. The source, not the
+// text, identifies a reply (G1).
+func (v *View) repliedIndex(m events.Message) int {
+	if !m.Source.IsQuestionReply() {
+		return -1
+	}
+	return v.activeIndex(m.Source.CallID)
 }
 
 func (v *View) settledIndex(callID string) int {
@@ -329,25 +321,19 @@ func replyAnswers(m events.Message, questions []holdover.Question) []holdover.An
 func failed(isError bool, err *events.ToolError) bool { return isError || err != nil }
 
 func cloneQuestions(qs []holdover.Question) []holdover.Question {
-	if qs == nil {
-		return nil
-	}
-	out := make([]holdover.Question, len(qs))
-	for i, q := range qs {
-		q.Options = slices.Clone(q.Options)
-		out[i] = q
-	}
-	return out
+	return cloneEach(qs, func(q *holdover.Question) { q.Options = slices.Clone(q.Options) })
 }
 
 func cloneAnswers(as []holdover.Answer) []holdover.Answer {
-	if as == nil {
-		return nil
-	}
-	out := make([]holdover.Answer, len(as))
-	for i, a := range as {
-		a.Selected = slices.Clone(a.Selected)
-		out[i] = a
+	return cloneEach(as, func(a *holdover.Answer) { a.Selected = slices.Clone(a.Selected) })
+}
+
+// cloneEach copies xs (nil stays nil) and lets deep copy what each element
+// shares through its own slices.
+func cloneEach[T any](xs []T, deep func(*T)) []T {
+	out := slices.Clone(xs)
+	for i := range out {
+		deep(&out[i])
 	}
 	return out
 }
