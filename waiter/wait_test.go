@@ -79,6 +79,25 @@ func start(t *testing.T, r *Registry, key Key, timeout time.Duration) *Wait {
 	return w
 }
 
+// startUnder starts a wait whose parent is a Turn context the test can
+// cancel; the parent ends with the test at the latest.
+func startUnder(t *testing.T, r *Registry, key Key, timeout time.Duration) (*Wait, context.Context, context.CancelCauseFunc) {
+	t.Helper()
+	parent, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(nil) })
+	w, err := r.Start(parent, key, timeout)
+	require.NoError(t, err)
+	return w, parent, cancel
+}
+
+// answered asserts that w settled with batch.
+func answered(t *testing.T, w *Wait) {
+	t.Helper()
+	got, err := w.Result(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, batch, got)
+}
+
 func claim(t *testing.T, w *Wait, id string) (*Claim, time.Duration) {
 	t.Helper()
 	c, remaining, ok := w.Claim(id)
@@ -295,17 +314,12 @@ func TestW4EveryClaimClosesWhenTheWaitSettles(t *testing.T) {
 	b.Release()
 	b.Release()
 	assert.Equal(t, 0, waitertest.Timers(clock))
-	got, err := w.Result(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, batch, got)
+	answered(t, w)
 }
 
 func TestW5HostExpiryAbortsOnlyTheWait(t *testing.T) {
 	clock, r := newTest(t)
-	parent, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w, err := r.Start(parent, callA, 2*time.Second)
-	require.NoError(t, err)
+	w, parent, _ := startUnder(t, r, callA, 2*time.Second)
 	c, _ := claim(t, w, "client-1")
 	c.Release() // claim loss never cancels the parent
 
@@ -331,9 +345,7 @@ func TestW5ClientCountdownRejectionIsPending(t *testing.T) {
 
 func TestW5ParentCancellationAbortsAndClosesClaims(t *testing.T) {
 	clock, r := newTest(t)
-	parent, cancel := context.WithCancelCause(context.Background())
-	w, err := r.Start(parent, callA, 5*time.Second)
-	require.NoError(t, err)
+	w, _, cancel := startUnder(t, r, callA, 5*time.Second)
 	c, _ := claim(t, w, "client-1")
 
 	cancel(context.Canceled)
@@ -401,19 +413,15 @@ func TestW6NoProviderThenALateClientAnswers(t *testing.T) {
 	assert.Equal(t, 3000*time.Millisecond, remaining)
 	require.True(t, w.Answer(batch))
 	<-c.Closed()
-	got, err := w.Result(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, batch, got)
+	answered(t, w)
 }
 
 func TestW6NoProviderThenParentCancelAborts(t *testing.T) {
 	_, r := newTest(t)
-	parent, cancel := context.WithCancel(context.Background())
-	w, err := r.Start(parent, callA, 5*time.Second)
-	require.NoError(t, err)
+	w, _, cancel := startUnder(t, r, callA, 5*time.Second)
 	w.NoProvider()
-	cancel()
-	_, err = result(t, w)
+	cancel(nil)
+	_, err := result(t, w)
 	assertCode(t, holdover.CodeAskAborted, err)
 }
 
@@ -439,10 +447,7 @@ func TestW7CompletionReleasesEverything(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			clock, r := newTest(t)
-			parent, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			w, err := r.Start(parent, callA, 5*time.Second)
-			require.NoError(t, err)
+			w, parent, _ := startUnder(t, r, callA, 5*time.Second)
 			c, _ := claim(t, w, "client-1")
 			c.Release() // the timer runs again
 			require.Equal(t, 1, waitertest.Timers(clock))
@@ -459,7 +464,7 @@ func TestW7CompletionReleasesEverything(t *testing.T) {
 			assert.NoError(t, parent.Err())
 
 			clock.Advance(time.Hour)
-			_, err = w.Result(context.Background())
+			_, err := w.Result(context.Background())
 			assert.NotEqual(t, holdover.CodeAskTimedOut, holdover.CodeOf(err))
 		})
 	}
@@ -485,9 +490,7 @@ func TestSiblingWaitsAreIndependent(t *testing.T) {
 	clock.Advance(10 * time.Second) // b is claimed: no expiry
 	live(t, b)
 	require.True(t, b.Answer(batch))
-	got, err := b.Result(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, batch, got)
+	answered(t, b)
 }
 
 func TestNoDeadlineNeverExpires(t *testing.T) {
@@ -503,7 +506,5 @@ func TestNoDeadlineNeverExpires(t *testing.T) {
 	clock.Advance(1000 * time.Hour)
 	live(t, w)
 	require.True(t, w.Answer(batch))
-	got, err := w.Result(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, batch, got)
+	answered(t, w)
 }
