@@ -18,6 +18,7 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -88,32 +89,14 @@ func (e *workerEnv) run(t *testing.T, cfg projection.WorkerConfig) (stop func())
 // waitFolded waits until Session sid's stored View has folded seq.
 func (e *workerEnv) waitFolded(t *testing.T, sid string, seq uint64) jetstream.KeyValueEntry {
 	t.Helper()
-	return watchFolded(t, e.Topology.Questions, sid, seq)
+	return projectiontest.Folded(t, e.Topology.Questions, sid, seq)
 }
 
-// watchFolded waits, watching the bucket, until Session sid's stored View
-// has folded seq, and returns the entry.
+// watchFolded is projectiontest.Folded on any bucket, for tests without a
+// workerEnv.
 func watchFolded(t *testing.T, kv jetstream.KeyValue, sid string, seq uint64) jetstream.KeyValueEntry {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w, err := kv.Watch(ctx, sid)
-	require.NoError(t, err)
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("session %s was not folded to seq %d in time", sid, seq)
-		case kve := <-w.Updates():
-			if kve == nil {
-				continue // the end of the initial values
-			}
-			var v projection.View
-			if json.Unmarshal(kve.Value(), &v) == nil && v.LastSeq >= seq {
-				return kve
-			}
-		}
-	}
+	return projectiontest.Folded(t, kv, sid, seq)
 }
 
 func storedView(t *testing.T, kve jetstream.KeyValueEntry) projection.View {
