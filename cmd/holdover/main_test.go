@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -56,26 +56,6 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-func waitFolded(t *testing.T, kv jetstream.KeyValue, sid string, seq uint64) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w, err := kv.Watch(ctx, sid)
-	require.NoError(t, err)
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("session %s not folded to seq %d", sid, seq)
-		case kve := <-w.Updates():
-			var v projection.View
-			if kve != nil && json.Unmarshal(kve.Value(), &v) == nil && v.LastSeq >= seq {
-				return
-			}
-		}
-	}
-}
-
 // holdover dev folds Session events; inspect checks them, reports a
 // tampered value with exit 1, and rebuild repairs it.
 func TestDevInspectRebuild(t *testing.T) {
@@ -95,7 +75,7 @@ func TestDevInspectRebuild(t *testing.T) {
 		last, err = log.Append(ctx, "inspected", last, events.New(time.Now(), b))
 		require.NoError(t, err)
 	}
-	waitFolded(t, kv, "inspected", last)
+	projectiontest.Folded(t, kv, "inspected", last)
 
 	code, stdout, stderr := cli(t, "inspect", "--nats", url, "inspected")
 	require.Equal(t, 0, code, stderr)
@@ -150,28 +130,13 @@ func TestCommandLineErrors(t *testing.T) {
 func TestDevRunsTheDemoAgent(t *testing.T) {
 	url := startDev(t)
 	_, js := embeddedtest.Connect(t, url)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
+	kv, err := js.KeyValue(context.Background(), streams.QuestionsBucket)
 	require.NoError(t, err)
-	w, err := kv.Watch(ctx, demoSession)
-	require.NoError(t, err)
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the demo agent's question never opened")
-		case kve := <-w.Updates():
-			var v projection.View
-			if kve == nil || json.Unmarshal(kve.Value(), &v) != nil || len(v.Active) == 0 {
-				continue
-			}
-			require.True(t, v.Timed, "the demo offers the timed schema (D2)")
-			qs := v.Active[0].Questions
-			require.Len(t, qs, 2)
-			require.Equal(t, "db", qs[0].ID)
-			require.Equal(t, "PostgreSQL (Recommended)", qs[0].Options[0].Label)
-			return
-		}
-	}
+	_, v := projectiontest.Await(t, kv, demoSession, 30*time.Second, func(v projection.View) bool { return len(v.Active) > 0 },
+		"the demo agent's question never opened")
+	require.True(t, v.Timed, "the demo offers the timed schema (D2)")
+	qs := v.Active[0].Questions
+	require.Len(t, qs, 2)
+	require.Equal(t, "db", qs[0].ID)
+	require.Equal(t, "PostgreSQL (Recommended)", qs[0].Options[0].Label)
 }
