@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/waiter"
 )
@@ -104,9 +105,10 @@ type liveWait struct {
 	w      *waiter.Wait
 	kind   waitKind
 	req    WaterfallRequest
-	reply  string // the caller's reply subject
-	caller string // the caller's lease, when it named one
-	seq    uint64 // registration order, for reconciliation
+	reply  string        // the caller's reply subject
+	caller string        // the caller's lease, when it named one
+	seq    uint64        // registration order, for reconciliation
+	root   *confirmation // the caller's M9 check, when it runs beside the wait
 
 	finishing sync.Once
 
@@ -129,6 +131,7 @@ type foreground struct {
 	log       *slog.Logger
 	s         *Service
 	reg       *waiter.Registry
+	roots     *liveroot.Cache // which callers M9 most likely admits
 	bound     time.Duration
 	reconcile time.Duration
 
@@ -149,6 +152,22 @@ type foreground struct {
 	byKey     map[waiter.Key]*liveWait
 	bySession map[string]map[string]*liveWait // session → request id
 	byCaller  map[string]map[string]*liveWait // caller lease → request id
+
+	// liveCallers are the caller leases seen to exist and not advised
+	// deleted since, on the connection as it was at reconnect count
+	// callersAt (a reconnect may have lost advisories). A wait of a
+	// caller in it needs no look-up; callerGone counts its calls in gone,
+	// so a look-up that raced one is not remembered.
+	liveCallers map[string]struct{}
+	callersAt   uint64
+	gone        uint64
+}
+
+// callerCheck is a look-up of a caller's lease, and what it needs to be
+// remembered.
+type callerCheck struct {
+	name     string
+	gone, at uint64
 }
 
 func newForeground(s *Service) *foreground {
@@ -168,6 +187,7 @@ func newForeground(s *Service) *foreground {
 		log:       s.log.With("part", "foreground"),
 		s:         s,
 		reg:       waiter.NewRegistry(clock),
+		roots:     liveroot.NewCache(s.roots, s.nc, s.log),
 		bound:     releaseBound(cfg.ReleaseBound),
 		reconcile: every,
 		leaseID:   id,
@@ -176,6 +196,8 @@ func newForeground(s *Service) *foreground {
 		byKey:     make(map[waiter.Key]*liveWait),
 		bySession: make(map[string]map[string]*liveWait),
 		byCaller:  make(map[string]map[string]*liveWait),
+
+		liveCallers: make(map[string]struct{}),
 	}
 }
 
@@ -195,7 +217,12 @@ func (fg *foreground) start(ctx context.Context) error {
 		return err
 	}
 	fg.lease = l
+	if err := fg.roots.Start(ctx); err != nil {
+		fg.endLease()
+		return err
+	}
 	fail := func(err error) error {
+		fg.roots.Stop()
 		fg.unsubscribe()
 		if fg.wf != nil {
 			fg.wf.close()
@@ -247,6 +274,7 @@ func (fg *foreground) stop() {
 	abandon(waits)
 	fg.replies.Wait()
 	fg.wf.close()
+	fg.roots.Stop()
 	fg.endLease()
 }
 
@@ -355,7 +383,11 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 	if req.reply == "" {
 		return holdover.New(holdover.CodeBadRequest, "a question needs a reply subject to answer on")
 	}
-	if a.agent != nil {
+	// M9. A caller the cache vouches for is checked while its request goes
+	// out, which saves the registry read on the way to the Clients; any
+	// other is checked before anything is sent.
+	vouched := a.agent != nil && fg.roots.Holds(a.session, *a.agent)
+	if a.agent != nil && !vouched {
 		if err := fg.s.roots.Check(ctx, a.session, *a.agent); err != nil {
 			return err
 		}
@@ -364,6 +396,10 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 	if err != nil {
 		return err
 	}
+	var root *confirmation
+	if vouched {
+		root = fg.confirm(ctx, w, a.session, *a.agent)
+	}
 	// The request is complete before track makes it visible to inflight.
 	id := newRequestID()
 	lw := &liveWait{
@@ -371,6 +407,7 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 		kind:   a.kind,
 		reply:  req.reply,
 		caller: req.header.Get(headerCallerLease),
+		root:   root,
 		req: WaterfallRequest{
 			RequestID: id,
 			Session:   a.session,
@@ -384,7 +421,7 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 	if a.kind != legacyWait {
 		lw.req.Wait = &WaitRef{CallID: a.callID, Timed: a.kind == timedWait}
 	}
-	firstOfCaller := fg.track(lw)
+	check := fg.track(lw)
 	fg.replies.Add(1)
 	context.AfterFunc(w.Context(), func() { fg.finish(lw) })
 
@@ -395,11 +432,48 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 	// reply that overtakes this frame simply ends the call first.
 	if lw.caller != "" {
 		fg.sendAccepted(lw)
-		if firstOfCaller {
-			go fg.checkCaller(lw.caller)
+		if check != nil {
+			go fg.checkCaller(*check)
 		}
 	}
 	return nil
+}
+
+// confirmation is an M9 check under way beside a wait.
+type confirmation struct {
+	done chan struct{}
+	err  error
+}
+
+// confirm checks ref against the registry while w runs, and ends w with
+// the refusal if the cache vouched for a caller that is no longer the live
+// root: a takeover or release the watch had not delivered yet (see
+// liveroot.Cache). Such a request may reach Clients for as long as the
+// read takes, and is then cancelled; its caller gets the refusal whatever
+// settled the wait, since finish waits for the check (which is long done
+// by the time a person answers).
+func (fg *foreground) confirm(ctx context.Context, w *waiter.Wait, sid string, ref holdover.AgentRef) *confirmation {
+	c := &confirmation{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		// Not cut short by Stop: a stopping worker's reply still needs it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultCallTimeout)
+		defer cancel()
+		if c.err = fg.s.roots.Check(ctx, sid, ref); c.err != nil {
+			w.Reject(c.err)
+		}
+	}()
+	return c
+}
+
+// wait returns the check's refusal, once it is done; nil when no check
+// ran beside the wait.
+func (c *confirmation) wait() error {
+	if c == nil {
+		return nil
+	}
+	<-c.done
+	return c.err
 }
 
 func (fg *foreground) sendAccepted(lw *liveWait) {
@@ -411,10 +485,11 @@ func (fg *foreground) sendAccepted(lw *liveWait) {
 	}
 }
 
-// track indexes lw and reports whether it is the first live wait of its
-// caller's lease here, which then needs one look-up: a caller that died
-// before its request arrived left no advisory to hear.
-func (fg *foreground) track(lw *liveWait) (firstOfCaller bool) {
+// track indexes lw and returns the look-up its caller's lease needs, if
+// the lease is not known to exist: a caller that died before its request
+// arrived left no advisory to hear. A known lease needs none, since its
+// deletion is advised after this, and then ends lw (callerGone).
+func (fg *foreground) track(lw *liveWait) *callerCheck {
 	fg.mu.Lock()
 	defer fg.mu.Unlock()
 	fg.seq++
@@ -425,10 +500,18 @@ func (fg *foreground) track(lw *liveWait) (firstOfCaller bool) {
 		fg.byKey[lw.w.Key()] = lw
 	}
 	addTo(fg.bySession, lw.req.Session, id, lw)
-	if lw.caller != "" {
-		firstOfCaller = addTo(fg.byCaller, lw.caller, id, lw)
+	if lw.caller == "" {
+		return nil
 	}
-	return firstOfCaller
+	addTo(fg.byCaller, lw.caller, id, lw)
+	if at := fg.nc.Stats().Reconnects; at != fg.callersAt {
+		clear(fg.liveCallers)
+		fg.callersAt = at
+	}
+	if _, known := fg.liveCallers[lw.caller]; known {
+		return nil
+	}
+	return &callerCheck{name: lw.caller, gone: fg.gone, at: fg.callersAt}
 }
 
 func (fg *foreground) untrack(lw *liveWait) {
@@ -445,15 +528,14 @@ func (fg *foreground) untrack(lw *liveWait) {
 	}
 }
 
-// addTo adds lw to the set under key and reports whether the set is new.
-func addTo(m map[string]map[string]*liveWait, key, id string, lw *liveWait) bool {
+// addTo adds lw to the set under key.
+func addTo(m map[string]map[string]*liveWait, key, id string, lw *liveWait) {
 	set, ok := m[key]
 	if !ok {
 		set = make(map[string]*liveWait, 1)
 		m[key] = set
 	}
 	set[id] = lw
-	return !ok
 }
 
 func removeFrom(m map[string]map[string]*liveWait, key, id string) {
@@ -478,6 +560,11 @@ func (fg *foreground) finish(lw *liveWait) {
 func (fg *foreground) finishOnce(lw *liveWait) {
 	defer fg.replies.Done()
 	answers, settleErr := lw.w.Result(context.Background()) // settled: returns at once
+	if err := lw.root.wait(); err != nil {
+		// The cache vouched for a caller the registry refuses: whatever
+		// settled the wait, the caller gets the refusal, never an answer.
+		answers, settleErr = nil, err
+	}
 	fg.untrack(lw)
 
 	var result any
@@ -608,16 +695,24 @@ func (fg *foreground) onStatus(m *nats.Msg) {
 	_ = m.Respond(answer)
 }
 
-// checkCaller ends the waits of a caller whose lease is already gone.
-func (fg *foreground) checkCaller(name string) {
+// checkCaller ends the waits of a caller whose lease is already gone, and
+// remembers a lease that exists, unless a deletion may have been advised
+// meanwhile or the connection reconnected.
+func (fg *foreground) checkCaller(c callerCheck) {
 	ctx, cancel := context.WithTimeout(context.Background(), fg.bound)
 	defer cancel()
-	alive, err := consumerExists(ctx, fg.js, name)
+	alive, err := consumerExists(ctx, fg.js, c.name)
 	switch {
 	case err != nil:
-		fg.log.Warn("check caller lease", "lease", name, "err", err)
+		fg.log.Warn("check caller lease", "lease", c.name, "err", err)
 	case !alive:
-		fg.callerGone(name)
+		fg.callerGone(c.name)
+	default:
+		fg.mu.Lock()
+		if fg.gone == c.gone && fg.callersAt == c.at {
+			fg.liveCallers[c.name] = struct{}{}
+		}
+		fg.mu.Unlock()
 	}
 }
 
@@ -625,6 +720,8 @@ func (fg *foreground) checkCaller(name string) {
 // wait is left without anyone to answer to.
 func (fg *foreground) callerGone(name string) {
 	fg.mu.Lock()
+	delete(fg.liveCallers, name)
+	fg.gone++
 	set := fg.byCaller[name]
 	waits := make([]*liveWait, 0, len(set))
 	for _, lw := range set {
