@@ -11,22 +11,44 @@ import (
 	"github.com/holdover-dev/holdover"
 )
 
+// target is what a call or open frame names, checked: its service and op,
+// and its params as authorized, with the Session they name ("" for none).
+type target struct {
+	svc    *Service
+	op     string
+	params json.RawMessage
+	sid    string
+}
+
+// resolve finds the service of f's "<service>.<op>" and checks f's params
+// against the token.
+func (c *conn) resolve(f inFrame) (target, error) {
+	name, op, ok := splitMethod(f.Method)
+	if !ok {
+		return target{}, holdover.Newf(holdover.CodeBadRequest, "method %q is not <service>.<op>", f.Method)
+	}
+	svc, ok := c.s.service(name)
+	if !ok {
+		return target{}, holdover.Newf(holdover.CodeNotFound, "no service %q is served here", name)
+	}
+	params, sid, err := c.authorizeParams(f.Params)
+	if err != nil {
+		return target{}, err
+	}
+	return target{svc: svc, op: op, params: params, sid: sid}, nil
+}
+
 // call forwards an RPC call: "<service>.<op>" becomes a NATS request on
 // the service's subject for op, with the params as the body. The reply is
-// the result, or, when it carries the micro-service error headers, an
-// error frame with the service's code and message unchanged.
+// the result, or, when it carries the service's error, an error frame
+// with the service's code and message unchanged.
 func (c *conn) call(f inFrame) {
-	svc, op, err := c.method(f.Method)
+	t, err := c.resolve(f)
 	if err != nil {
 		c.fail(f.ID, err)
 		return
 	}
-	subject, ok := svc.callSubject(op)
-	if !ok {
-		c.fail(f.ID, holdover.Newf(holdover.CodeNotFound, "service %s has no call %q that Clients may make", svc.Name, op))
-		return
-	}
-	params, err := c.authorizeParams(f.Params)
+	subject, err := t.svc.callSubject(t.op, t.sid)
 	if err != nil {
 		c.fail(f.ID, err)
 		return
@@ -39,38 +61,37 @@ func (c *conn) call(f inFrame) {
 	}
 	c.calls++
 	c.mu.Unlock()
-	started := c.goTask(func() {
-		defer func() {
-			c.mu.Lock()
-			c.calls--
-			c.mu.Unlock()
-		}()
-		c.send(c.request(f.ID, subject, params))
-	})
-	if !started {
+	done := func() {
 		c.mu.Lock()
 		c.calls--
 		c.mu.Unlock()
 	}
+	started := c.goTask(func() {
+		defer done()
+		c.send(c.request(f.ID, t.svc, subject, t.params))
+	})
+	if !started {
+		done()
+	}
 }
 
 // request makes one call and renders its outcome as a frame.
-func (c *conn) request(id, subject string, params json.RawMessage) []byte {
+func (c *conn) request(id string, svc *Service, subject string, params json.RawMessage) []byte {
 	ctx, cancel := context.WithTimeout(c.ctx, c.s.lim.CallTimeout)
 	defer cancel()
 	msg, err := c.s.cfg.NATS.RequestWithContext(ctx, subject, params)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return errorOf(id, holdover.Newf(CodeUnavailable, "nothing answers %s right now; try again shortly", subject))
+		why := svc.Unanswered
+		if why == "" {
+			why = "try again shortly"
+		}
+		return errorOf(id, holdover.Newf(CodeUnavailable, "nothing answers %s right now: %s", subject, why))
 	case err != nil:
 		return errorOf(id, holdover.Newf(CodeUnavailable, "call %s: %v", subject, err))
 	}
-	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		var w holdover.Error
-		if json.Unmarshal(msg.Data, &w) != nil || w.Code == "" {
-			w = holdover.Error{Code: holdover.Code(code), Message: msg.Header.Get(micro.ErrorHeader)}
-		}
-		return encodeFrame(errorFrame{Type: typeError, ID: id, Code: w.Code, Message: w.Message})
+	if e := replyError(svc, msg); e != nil {
+		return encodeFrame(errorFrame{Type: typeError, ID: id, Code: e.Code, Message: e.Message})
 	}
 	result := json.RawMessage(msg.Data)
 	if len(result) == 0 {
@@ -82,34 +103,40 @@ func (c *conn) request(id, subject string, params json.RawMessage) []byte {
 	return encodeFrame(resultFrame{Type: typeResult, ID: id, Result: result})
 }
 
+// replyError is the error a reply carries: in the micro-service error
+// headers, or in its body as the service reads it.
+func replyError(svc *Service, msg *nats.Msg) *holdover.Error {
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		var w holdover.Error
+		if json.Unmarshal(msg.Data, &w) != nil || w.Code == "" {
+			w = holdover.Error{Code: holdover.Code(code), Message: msg.Header.Get(micro.ErrorHeader)}
+		}
+		return &w
+	}
+	if svc.ReplyError != nil {
+		return svc.ReplyError(msg.Data)
+	}
+	return nil
+}
+
 // open starts a Remote stream: "<service>.<op>" runs the service's
 // Opener for op. Its frames go to the Client as they come; when it ends
 // by itself the Client gets a close frame, with the error if it failed.
 func (c *conn) open(f inFrame) {
-	svc, op, err := c.method(f.Method)
+	t, err := c.resolve(f)
 	if err != nil {
 		c.fail(f.ID, err)
 		return
 	}
-	opener, ok := svc.Streams[op]
+	opener, ok := t.svc.Streams[t.op]
 	if !ok {
-		c.fail(f.ID, holdover.Newf(holdover.CodeNotFound, "service %s has no stream %q", svc.Name, op))
-		return
-	}
-	params, err := c.authorizeParams(f.Params)
-	if err != nil {
-		c.fail(f.ID, err)
+		c.fail(f.ID, holdover.Newf(holdover.CodeNotFound, "service %s has no stream %q", t.svc.Name, t.op))
 		return
 	}
 	c.mu.Lock()
-	if _, dup := c.streams[f.ID]; dup {
+	if err := admit(c.streams, f.ID, c.s.lim.MaxStreams, "stream", "open streams"); err != nil {
 		c.mu.Unlock()
-		c.fail(f.ID, holdover.Newf(holdover.CodeBadRequest, "stream id %q is already open on this connection", f.ID))
-		return
-	}
-	if len(c.streams) >= c.s.lim.MaxStreams {
-		c.mu.Unlock()
-		c.fail(f.ID, holdover.Newf(CodeLimit, "%d streams are already open on this connection, the limit", c.s.lim.MaxStreams))
+		c.fail(f.ID, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -122,7 +149,7 @@ func (c *conn) open(f inFrame) {
 		}
 	}
 	run := func() {
-		err := opener(ctx, params, send)
+		err := opener(ctx, t.params, send)
 		c.mu.Lock()
 		_, mine := c.streams[f.ID]
 		delete(c.streams, f.ID)
@@ -152,17 +179,4 @@ func (c *conn) closeStream(id string) {
 	if cancel != nil {
 		cancel()
 	}
-}
-
-// method finds the service of "<service>.<op>".
-func (c *conn) method(method string) (*Service, string, error) {
-	name, op, ok := splitMethod(method)
-	if !ok {
-		return nil, "", holdover.Newf(holdover.CodeBadRequest, "method %q is not <service>.<op>", method)
-	}
-	svc, ok := c.s.service(name)
-	if !ok {
-		return nil, "", holdover.Newf(holdover.CodeNotFound, "no service %q is served here", name)
-	}
-	return svc, op, nil
 }

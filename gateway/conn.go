@@ -231,34 +231,48 @@ func (c *conn) authorize(sid string) error {
 }
 
 // authorizeParams checks the Session a call or stream names in its params
-// and returns the params as the gateway checked them. They are re-encoded
-// from what was checked, so a params object that names "session" twice
-// cannot show the check one Session and the backend another. Params that
-// name no Session need a grant of every Session.
-func (c *conn) authorizeParams(params json.RawMessage) (json.RawMessage, error) {
+// and returns the params as the gateway checked them, with that Session
+// ("" when they name none). They are re-encoded from what was checked, so
+// a params object that names "session" twice cannot show the check one
+// Session and the backend another. Params that name no Session need a
+// grant of every Session.
+func (c *conn) authorizeParams(params json.RawMessage) (json.RawMessage, string, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(params, &fields); err != nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "params are not a JSON object: %v", err)
+		return nil, "", holdover.Newf(holdover.CodeBadRequest, "params are not a JSON object: %v", err)
 	}
 	raw, named := fields["session"]
 	if !named {
 		if !c.grant.Allows(AllSessions) {
-			return nil, holdover.Newf(CodeForbidden, "the token of %s grants only some Sessions; name one in params.session", c.grant.User)
+			return nil, "", holdover.Newf(CodeForbidden, "the token of %s grants only some Sessions; name one in params.session", c.grant.User)
 		}
-		return params, nil
+		return params, "", nil
 	}
 	var sid string
 	if err := json.Unmarshal(raw, &sid); err != nil {
-		return nil, holdover.New(holdover.CodeBadRequest, "params.session must be a string")
+		return nil, "", holdover.New(holdover.CodeBadRequest, "params.session must be a string")
 	}
 	if err := c.authorize(sid); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out, err := json.Marshal(fields)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "params: %v", err)
+		return nil, "", holdover.Newf(holdover.CodeBadRequest, "params: %v", err)
 	}
-	return out, nil
+	return out, sid, nil
+}
+
+// admit checks, with c.mu held, that id names nothing in held yet and
+// that held is below limit: a connection's watches or streams, named in
+// the errors as one and many.
+func admit[V any](held map[string]V, id string, limit int, one, many string) error {
+	if _, dup := held[id]; dup {
+		return holdover.Newf(holdover.CodeBadRequest, "%s id %q is already in use on this connection", one, id)
+	}
+	if len(held) >= limit {
+		return holdover.Newf(CodeLimit, "this connection already holds %d %s, the limit", limit, many)
+	}
+	return nil
 }
 
 // answer forwards a Client's settle, reject or delegate to the request it

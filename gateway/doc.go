@@ -12,8 +12,11 @@
 //     the binding, the op part is looked up in it, never in code.
 //   - call "<service>.<op>" with params P is a NATS request on
 //     "<Service.Subjects>.<op>" with body P, for the ops in Service.Calls.
-//     The reply is the result; a reply with the micro-service error
-//     headers becomes an error frame with the service's code and message.
+//     A service answered by each Session's own process (Service.SessionSubject,
+//     the live root's "session.discard") is requested on the subject of the
+//     Session params.session names instead. The reply is the result; a reply
+//     with the micro-service error headers, or one Service.ReplyError reads
+//     as an error, becomes an error frame with the service's code and message.
 //   - open "<service>.<op>" runs Service.Streams[op]; its messages become
 //     frame frames, its end a close frame.
 //   - watch of Session S reads S's log (holdover.session.S.events in

@@ -19,9 +19,20 @@ type Service struct {
 	// Subjects is the NATS subject prefix of the service's RPC endpoints:
 	// a call of "<Name>.<op>" is a request on "<Subjects>.<op>".
 	Subjects string
+	// SessionSubject, when set, replaces Subjects for a service that each
+	// Session's own process answers (the live root's discard): a call of
+	// "<Name>.<op>" is a request on SessionSubject(params.session, op).
+	SessionSubject func(sid, op string) (string, error)
 	// Calls lists the ops Clients may call. Every other endpoint of the
 	// service (the agent's ask, say) stays out of a browser's reach.
 	Calls []string
+	// ReplyError, when set, reads the error a service reports in its reply
+	// body rather than in the micro-service error headers; nil when the
+	// reply is a result.
+	ReplyError func(body []byte) *holdover.Error
+	// Unanswered says, for a person, what it means that nothing answers a
+	// call right now ("the Session's agent is not running").
+	Unanswered string
 	// Streams are the Remote streams Clients may open, by op.
 	Streams map[string]Opener
 	// Events, when set, follows the Remote Event requests the service
@@ -33,18 +44,24 @@ func (s Service) check() error {
 	switch {
 	case s.Name == "" || strings.Contains(s.Name, "."):
 		return holdover.Newf(holdover.CodeBadRequest, "gateway: service name %q must be non-empty and hold no '.'", s.Name)
-	case len(s.Calls) > 0 && s.Subjects == "":
+	case len(s.Calls) > 0 && s.Subjects == "" && s.SessionSubject == nil:
 		return holdover.Newf(holdover.CodeBadRequest, "gateway: service %q has calls but no subject prefix", s.Name)
 	}
 	return nil
 }
 
-// callSubject is the subject of a call to op, if Clients may make it.
-func (s Service) callSubject(op string) (string, bool) {
-	if !slices.Contains(s.Calls, op) {
-		return "", false
+// callSubject is the subject of a call to op for params naming Session
+// sid ("" for none), if Clients may make it.
+func (s Service) callSubject(op, sid string) (string, error) {
+	switch {
+	case !slices.Contains(s.Calls, op):
+		return "", holdover.Newf(holdover.CodeNotFound, "service %s has no call %q that Clients may make", s.Name, op)
+	case s.SessionSubject == nil:
+		return s.Subjects + "." + op, nil
+	case sid == "":
+		return "", holdover.Newf(holdover.CodeBadRequest, "%s.%s needs params.session: the Session whose process answers it", s.Name, op)
 	}
-	return s.Subjects + "." + op, true
+	return s.SessionSubject(sid, op)
 }
 
 // splitMethod splits "<service>.<op>".

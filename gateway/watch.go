@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -83,14 +82,9 @@ func (c *conn) watch(f inFrame) {
 		after = *f.FromSeq - 1
 	}
 	c.mu.Lock()
-	if _, dup := c.watches[f.ID]; dup {
+	if err := admit(c.watches, f.ID, c.s.lim.MaxWatches, "watch", "watches"); err != nil {
 		c.mu.Unlock()
-		c.fail(f.ID, holdover.Newf(holdover.CodeBadRequest, "watch id %q is already in use on this connection", f.ID))
-		return
-	}
-	if len(c.watches) >= c.s.lim.MaxWatches {
-		c.mu.Unlock()
-		c.fail(f.ID, holdover.Newf(CodeLimit, "this connection already holds %d watches, the limit", c.s.lim.MaxWatches))
+		c.fail(f.ID, err)
 		return
 	}
 	w := newWatch(c, f.ID, f.Session, after)

@@ -128,7 +128,7 @@ func (g *browserGateway) start() {
 		NATS:      nc,
 		JetStream: js,
 		Tokens:    tokens,
-		Services:  []gateway.Service{gateway.UserQuestions(answerer)},
+		Services:  []gateway.Service{gateway.UserQuestions(answerer), gateway.Sessions()},
 		Files:     web.Files(),
 		Logger:    quiet,
 	})

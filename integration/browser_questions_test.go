@@ -484,3 +484,38 @@ func TestBrowserPlanReviewApprovesAndAnUnkeyedCardDismissedIsCancelled(t *testin
 	p.waitFor("the Session list", browserText(`.sessions li .id`)+` === "s-plan"`)
 	p.shot("session-list")
 }
+
+func TestBrowserDiscardingAQueuedReplyRestoresTheAnswerAction(t *testing.T) {
+	// P5, C4, D8, §7: a queued late reply can be taken back before admission; the row then
+	// offers the answer again, and a new answer is queued and admitted as usual.
+	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(2), "work 1 step of 10m", browserSayMovedOn, browserOnLateAnswer}, "\n"))
+	const sid = "s-discard"
+	p := w.open(sid, "user", false) // watching before the agent asks
+	w.start(w.ctx, sid, "Set up the service")
+	p.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
+	w.working(sid)
+
+	p.click(browserCard + ` .option:nth-of-type(2)`) // SQLite
+	p.click(browserCard + ` .submit`)
+	p.waitFor("the queued row", browserQuery(`.question-row[data-state="queued"] .action-discard`)+` !== null`)
+	require.Equal(t, "Discard reply", p.str(browserText(`.question-row .action-discard`)))
+	p.shot("queued-discardable")
+	p.click(`.question-row .action-discard`)
+	p.waitFor("the answer action again", browserQuery(`.question-row[data-state="continued"] .action-answer`)+` !== null`)
+	require.Zero(t, p.count(`.question-row .action-discard`))
+	w.AwaitCount(sid, events.TypeInboxDiscarded, 1) // the agent recorded the discard (D8)
+	p.shot("discarded")
+
+	p.click(`.question-row .action-answer`)
+	p.waitFor("the card again, answerable", browserQuery(browserCard+`[data-channel="rpc"] .submit:not([disabled])`)+` !== null`)
+	p.click(browserCard + ` .option:nth-of-type(1)`) // Postgres
+	p.click(browserCard + ` .submit`)
+	p.waitFor("queued again", browserQuery(`.question-row[data-state="queued"]`)+` !== null`)
+
+	w.clock.Advance(10 * time.Minute) // the next step admits the second reply
+	p.waitFor("the reply node", browserExpandAll(`document.querySelectorAll(".row.reply").length === 1`))
+	p.waitFor("the answered row", browserExpandAll(browserText(`.question-row .state-label`)+` === "1/1 answered"`))
+	p.click(`.question-row .action-view`)
+	p.waitFor("the recorded answer", browserText(`.question-row .answers`)+`?.includes("Postgres")`)
+	p.shot("answered-after-discard")
+}

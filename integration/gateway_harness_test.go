@@ -71,7 +71,7 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 		NATS:      nc,
 		JetStream: js,
 		Tokens:    tokens,
-		Services:  []gateway.Service{gateway.UserQuestions(answerer)},
+		Services:  []gateway.Service{gateway.UserQuestions(answerer), gateway.Sessions()},
 		Limits:    limits,
 		Logger:    log,
 	})

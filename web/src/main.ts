@@ -34,6 +34,10 @@ const token = found.token ?? sessionStorage.getItem(tokenKey) ?? undefined;
 
 let connection: Connection | undefined;
 
+function notConnected(): Promise<never> {
+  return Promise.reject(new RemoteError({ code: unavailable, message: "not connected to the gateway" }));
+}
+
 // The cards outlive connections: this transport uses whichever one is current.
 const transport: QuestionsTransport = {
   attachWait(session, callId, handlers) {
@@ -42,8 +46,10 @@ const transport: QuestionsTransport = {
     return { close: () => {} };
   },
   answer(session, callId, answers) {
-    if (connection) return connection.answer(session, callId, answers);
-    return Promise.reject(new RemoteError({ code: unavailable, message: "not connected to the gateway" }));
+    return connection ? connection.answer(session, callId, answers) : notConnected();
+  },
+  discard(session, messageId) {
+    return connection ? connection.discard(session, messageId) : notConnected();
   },
 };
 

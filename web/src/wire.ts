@@ -50,6 +50,8 @@ export const Codes = {
   badAnswer: "BAD_ANSWER",
   toolOutcomeUnknown: "TOOL_OUTCOME_UNKNOWN",
   badRequest: "BAD_REQUEST",
+  conflict: "CONFLICT",
+  notFound: "NOT_FOUND",
 } as const;
 
 // ---- projection/view.go ----

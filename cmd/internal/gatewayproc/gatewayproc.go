@@ -49,7 +49,7 @@ func Component(nc *nats.Conn, js jetstream.JetStream, cfg Config) ops.Component 
 			NATS:           nc,
 			JetStream:      js,
 			Tokens:         cfg.Tokens,
-			Services:       []gateway.Service{gateway.UserQuestions(answerer)},
+			Services:       []gateway.Service{gateway.UserQuestions(answerer), gateway.Sessions()},
 			Files:          web.Files(),
 			OriginPatterns: cfg.Origins,
 			Logger:         cfg.Logger,

@@ -88,6 +88,20 @@ describe("Connection", () => {
     await expect(refused).rejects.toMatchObject({ code: "REPLY_QUEUED", message: "a reply is queued" });
   });
 
+  it("discard calls session.discard with the Session and message; an error frame rejects with the code", async () => {
+    const { socket, connection } = connect();
+    socket.open();
+    socket.take();
+    const ok = connection.discard("s1", "m9");
+    const late = connection.discard("s1", "m8");
+    const [first, second] = socket.take() as { id: string }[];
+    expect(first).toEqual({ type: "call", id: "c1", method: "session.discard", params: { session: "s1", messageId: "m9" } });
+    socket.deliver({ type: "result", id: first?.id, result: {} });
+    socket.deliver({ type: "error", id: second?.id, code: "CONFLICT", message: "no longer queued" });
+    await expect(ok).resolves.toBeUndefined();
+    await expect(late).rejects.toMatchObject({ code: "CONFLICT" });
+  });
+
   it("attachWait opens a stream: frames reach it, the gateway's close ends it, and close() sends close", () => {
     const { socket, connection } = connect();
     socket.open();

@@ -121,6 +121,10 @@ export class Connection implements QuestionsTransport {
     return typeof result.messageId === "string" ? { accepted: result.accepted, messageId: result.messageId } : { accepted: result.accepted };
   }
 
+  async discard(session: string, messageId: string): Promise<void> {
+    await this.call(Methods.discard, { session, messageId });
+  }
+
   /** Closes the socket; the closed handler runs when it has. */
   close(): void {
     this.socket.close(1000, "client closed");

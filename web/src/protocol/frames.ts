@@ -17,6 +17,8 @@ export const questionRequestEvent = "user-questions/request";
 export const Methods = {
   answer: "userQuestions.answer",
   attachWait: "userQuestions.attachWait",
+  /** The Session's agent discards a queued inbox message (D8). */
+  discard: "session.discard",
 } as const;
 
 /** Frames the Client sends. */

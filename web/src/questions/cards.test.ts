@@ -540,3 +540,47 @@ describe("countdown on cards (P1–P4, W4, W5)", () => {
     expect(h.cards.list()).toEqual([]);
   });
 });
+
+describe("discarding a queued reply (P5, D8)", () => {
+  const queuedView = (lastSeq = 11) => view([call("c1", "continued", { queued: { messageId: "m1", answers: allSkipped, seq: lastSeq } })], lastSeq);
+
+  it("asks for the queued message to be discarded; the projection then makes the card answerable again", async () => {
+    const h = new Harness();
+    h.cards.reconcile("s1", queuedView());
+    const key = h.cards.keyFor("s1", "c1");
+    expect(h.cards.get(key)).toMatchObject({ locked: true, discarding: false });
+    const done = h.cards.discardQueued(key);
+    expect(h.transport.discards.map((d) => [d.session, d.messageId])).toEqual([["s1", "m1"]]);
+    expect(h.cards.get(key)).toMatchObject({ discarding: true, locked: true });
+    expect(await h.cards.discardQueued(key)).toBe(false); // one at a time
+    expect(h.transport.discards).toHaveLength(1);
+    h.transport.discards[0]?.resolve();
+    expect(await done).toBe(true);
+    // Still locked: only the projection says the reply is gone (C4, C5).
+    expect(h.cards.get(key)).toMatchObject({ discarding: false, locked: true, message: undefined });
+    h.cards.reconcile("s1", view([call("c1", "continued")], 12));
+    h.cards.open(key);
+    expect(h.cards.get(key)).toMatchObject({ locked: false, canSubmit: true, channel: "rpc" });
+  });
+
+  it.each([
+    ["CONFLICT", "inbox message m1 is no longer queued", Text.discardTooLate],
+    ["NOT_FOUND", "no inbox message m1", Text.discardTooLate],
+    ["UNAVAILABLE", "nothing answers holdover.session.s1.discard right now: the Session's agent is not running", "nothing answers holdover.session.s1.discard right now: the Session's agent is not running"],
+  ])("a discard refused with %s becomes the card's message", async (code, message, shown) => {
+    const h = new Harness();
+    h.cards.reconcile("s1", queuedView());
+    const key = h.cards.keyFor("s1", "c1");
+    const done = h.cards.discardQueued(key);
+    h.transport.discards[0]?.reject(new RemoteError({ code, message }));
+    expect(await done).toBe(false);
+    expect(h.cards.get(key)).toMatchObject({ message: shown, discarding: false, locked: true });
+  });
+
+  it("does nothing for a card without a queued reply", async () => {
+    const h = new Harness();
+    h.cards.reconcile("s1", view([call("c1", "continued")]));
+    expect(await h.cards.discardQueued(h.cards.keyFor("s1", "c1"))).toBe(false);
+    expect(h.transport.discards).toHaveLength(0);
+  });
+});

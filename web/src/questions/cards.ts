@@ -70,6 +70,8 @@ export interface QuestionsTransport {
   attachWait(session: string, callId: string, handlers: ClaimHandlers): Claim;
   /** Sends a late answer; rejects with a RemoteError carrying the code. */
   answer(session: string, callId: string, answers: Answer[]): Promise<AnswerResult>;
+  /** Discards a queued inbox message before admission (D8); rejects with a RemoteError carrying the code. */
+  discard(session: string, messageId: string): Promise<void>;
 }
 
 /** A card as the UI renders it: a fresh snapshot on each read. */
@@ -90,6 +92,8 @@ export interface CardView {
   canSubmit: boolean;
   /** A submission is in flight or awaiting reconciliation (C4). */
   busy: boolean;
+  /** A discard of the queued reply is in flight (P5). */
+  discarding: boolean;
   /** Controls are disabled: busy, or a late reply is queued. */
   locked: boolean;
   /** Whether to move focus into the panel (P3). */
@@ -141,7 +145,7 @@ interface Card {
   disposition: Disposition | undefined;
   focused: boolean;
   visible: boolean;
-  busy: "waterfall" | "rpc" | undefined;
+  busy: "waterfall" | "rpc" | "discard" | undefined;
   expired: boolean;
   hint: string | undefined;
   message: string | undefined;
@@ -459,6 +463,34 @@ export class QuestionCards {
     return accepted;
   }
 
+  /**
+   * Takes back the card's queued late reply before the agent admits it
+   * (P5, D8, §7): the Session's agent discards the inbox message. The card
+   * stays locked until the projection drops the queued reply, and is then
+   * answerable again (C4). A refusal — the agent took the reply meanwhile,
+   * or is not running — becomes the card's message. Resolves true when the
+   * discard went through.
+   */
+  async discardQueued(key: string): Promise<boolean> {
+    const card = this.cards.get(key);
+    const queued = card?.call?.queued;
+    if (!card || !queued || card.busy) return false;
+    card.busy = "discard";
+    card.message = undefined;
+    this.notify();
+    let discarded = false;
+    try {
+      await this.transport.discard(card.session, queued.messageId);
+      discarded = true;
+    } catch (err) {
+      const code = codeOf(err);
+      card.message = code === Codes.conflict || code === Codes.notFound ? Text.discardTooLate : errorText(err);
+    }
+    card.busy = undefined;
+    this.notify();
+    return discarded;
+  }
+
   // ---- internals ----
 
   private create(key: string, session: string, callId: string | undefined, questions: Question[], visible = true): Card {
@@ -517,6 +549,7 @@ export class QuestionCards {
       channel,
       canSubmit: channel !== "none" && !locked,
       busy,
+      discarding: card.busy === "discard",
       locked,
       autofocus: card.visible && channel !== "none" && !countdown?.active && !locked,
       countdown: countdown && { phase: countdown.phase, label: countdown.label(), remainingMs: countdown.remainingMs() },

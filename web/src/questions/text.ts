@@ -31,6 +31,9 @@ export const Text = {
   hideAnswers: "Hide answers",
   rowAnswerAction: "Answer",
   rowShowAction: "Show question",
+  discardReply: "Discard reply",
+  discarding: "Discarding…",
+  discardTooLate: "The agent already took this answer; it can no longer be discarded.",
 
   // The card (P1–P4, C1–C5) and the plan panel (M8).
   cardTitle: "The agent asks",

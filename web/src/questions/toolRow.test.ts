@@ -32,7 +32,7 @@ describe("question tool row (P5)", () => {
 
   it("a queued late reply shows the submitted answers behind View answers", () => {
     const state = toolRowState({ callId: "c1", view: view([call("c1", "continued", { queued: { messageId: "m1", answers, seq: 9 } })]), result: pending });
-    expect(state).toMatchObject({ kind: "queued", label: Text.rowQueued, action: "view-answers", actionLabel: "View answers" });
+    expect(state).toMatchObject({ kind: "queued", label: Text.rowQueued, action: "view-answers", actionLabel: "View answers", discardable: true });
     expect(state.items?.map((i) => [i.id, i.selected, i.skipped])).toEqual([
       ["db", ["SQLite"], false],
       ["extras", [], true],
@@ -40,7 +40,7 @@ describe("question tool row (P5)", () => {
   });
 
   it("discarding the queued reply restores the answer action", () => {
-    expect(toolRowState({ callId: "c1", view: view([call("c1", "continued")]), result: pending }).action).toBe("answer");
+    expect(toolRowState({ callId: "c1", view: view([call("c1", "continued")]), result: pending })).toMatchObject({ action: "answer", discardable: false });
   });
 
   it("a late-settled call reads {a}/{t} answered and opens the recorded answers read-only, though its own result is pending", () => {

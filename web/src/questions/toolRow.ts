@@ -37,6 +37,8 @@ export interface ToolRowState {
   total: number | undefined;
   /** An admitted late reply settled the call after it continued. */
   late: boolean;
+  /** The queued reply can still be discarded before admission, which restores the answer action (P5). */
+  discardable: boolean;
 }
 
 export interface ToolRowInput {
@@ -62,7 +64,7 @@ export function toolRowState(input: ToolRowInput): ToolRowState {
   if (call?.status === "open") return input.panelHidden ? row("waiting", Text.rowWaiting, "show", Text.rowShowAction) : row("waiting", Text.rowWaiting);
   if (call?.status === "continued") {
     if (call.queued) {
-      return { ...row("queued", Text.rowQueued, "view-answers", Text.viewAnswers), items: pair(call.questions, call.queued.answers) };
+      return { ...row("queued", Text.rowQueued, "view-answers", Text.viewAnswers), items: pair(call.questions, call.queued.answers), discardable: true };
     }
     return row("continued", Text.rowContinued, "answer", Text.rowAnswerAction);
   }
@@ -91,7 +93,7 @@ function answered(questions: readonly Question[], answers: readonly Answer[], la
 }
 
 function row(kind: ToolRowKind, label: string, action?: ToolRowAction, actionLabel?: string): ToolRowState {
-  return { kind, label, action, actionLabel, items: undefined, answered: undefined, total: undefined, late: false };
+  return { kind, label, action, actionLabel, items: undefined, answered: undefined, total: undefined, late: false, discardable: false };
 }
 
 /** Reads a tool result text as an in-time batch (M7) or a pending result (M6). */

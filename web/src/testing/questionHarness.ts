@@ -22,6 +22,8 @@ export class RecordingTransport implements QuestionsTransport {
   readonly claims: { session: string; callId: string; handlers: ClaimHandlers; closed: boolean }[] = [];
   readonly answers: { session: string; callId: string; answers: Answer[]; resolve(r: AnswerResult): void; reject(e: RemoteError): void }[] = [];
 
+  readonly discards: { session: string; messageId: string; resolve(): void; reject(e: RemoteError): void }[] = [];
+
   constructor(private readonly log: Sent[]) {}
 
   attachWait(session: string, callId: string, handlers: ClaimHandlers) {
@@ -37,6 +39,10 @@ export class RecordingTransport implements QuestionsTransport {
 
   answer(session: string, callId: string, answers: Answer[]): Promise<AnswerResult> {
     return new Promise((resolve, reject) => this.answers.push({ session, callId, answers, resolve, reject }));
+  }
+
+  discard(session: string, messageId: string): Promise<void> {
+    return new Promise((resolve, reject) => this.discards.push({ session, messageId, resolve, reject }));
   }
 
   /** The latest claim opened for callId. */

@@ -1,7 +1,8 @@
 // The ask_user_question row of the transcript (P5), composed as a row of
 // its own: the generic tool row has no action hook. Its state comes from
-// toolRowState; its actions show the card again (P4), or expand the
-// submitted or recorded answers in place, read-only.
+// toolRowState; its actions show the card again (P4), expand the
+// submitted or recorded answers in place, read-only, or discard a queued
+// reply, which makes the question answerable again.
 
 import { useState } from "preact/hooks";
 import type { QuestionCards } from "../questions";
@@ -56,7 +57,17 @@ export function QuestionToolRow({ row, session, view, cards }: { row: ToolRow; s
             {expands && open ? Text.hideAnswers : state.actionLabel}
           </button>
         )}
+        {state.discardable && card && (
+          <button type="button" class="row-action action-discard" disabled={card.discarding} onClick={() => void cards.discardQueued(key)}>
+            {card.discarding ? Text.discarding : Text.discardReply}
+          </button>
+        )}
       </div>
+      {state.discardable && card?.message && (
+        <p class="row-message" role="alert">
+          {card.message}
+        </p>
+      )}
       {open && state.items && <AnswerList id={listId} items={state.items} label={state.kind === "queued" ? Text.rowQueued : state.label} />}
     </div>
   );
