@@ -1,0 +1,65 @@
+package projection_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// D6: CaughtUp reads the stored View and the Session's last seq together
+// through direct gets; streams provisioned without direct gets (an older
+// deployment, say) give the same View the ordinary way.
+func TestCaughtUpWithoutDirectGets(t *testing.T) {
+	e := newWorkerEnv(t)
+	ctx := context.Background()
+	e.append(t, "s", timedHeader(), ask("c1"))
+	stop := e.run(t, projection.WorkerConfig{})
+	e.waitFolded(t, "s", e.lastSeq("s"))
+	stop()
+	e.append(t, "s", pending("c1"))
+
+	for _, name := range []string{streams.SessionsStream, "KV_" + streams.QuestionsBucket} {
+		s, err := e.Env.JS.Stream(ctx, name)
+		require.NoError(t, err)
+		cfg := s.CachedInfo().Config
+		cfg.AllowDirect = false
+		_, err = e.Env.JS.UpdateStream(ctx, cfg)
+		require.NoError(t, err)
+	}
+	sessions, err := e.Env.JS.Stream(ctx, streams.SessionsStream)
+	require.NoError(t, err)
+	questions, err := e.Env.JS.KeyValue(ctx, streams.QuestionsBucket)
+	require.NoError(t, err)
+	store := projection.NewStore(e.Env.JS, sessions, questions)
+
+	v, err := store.CaughtUp(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, projection.Fold(e.written["s"]), v)
+	assert.Equal(t, projection.Continued, statusOf(t, v, "c1"))
+	none, err := store.CaughtUp(ctx, "nobody")
+	require.NoError(t, err)
+	assert.Equal(t, projection.New(), none)
+}
+
+// A deleted View reads as none, as the bucket's Get has it.
+func TestCaughtUpAfterTheViewIsDeleted(t *testing.T) {
+	e := newWorkerEnv(t)
+	ctx := context.Background()
+	e.append(t, "s", timedHeader(), ask("c1"), pending("c1"))
+	stop := e.run(t, projection.WorkerConfig{})
+	e.waitFolded(t, "s", e.lastSeq("s"))
+	stop()
+	require.NoError(t, e.Env.Topology.Questions.Delete(ctx, "s"))
+	_, err := e.Env.Topology.Questions.Get(ctx, "s")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+
+	v, err := e.store.CaughtUp(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, projection.Fold(e.written["s"]), v, "folded from the start of the log")
+}
