@@ -19,30 +19,27 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
-	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// Projection is the userQuestions bucket. *projection.Store is one.
+// Projection is the userQuestions projection. *projection.Store is one.
 type Projection interface {
-	// Get returns the stored View of a Session and whether one is stored.
-	Get(ctx context.Context, sid string) (projection.View, bool, error)
-	// CaughtUp returns the View of a Session as of its last event.
+	// CaughtUp returns the View of a Session as of its last event; for a
+	// Session the projection worker keeps up with, in one round trip.
 	CaughtUp(ctx context.Context, sid string) (projection.View, error)
 }
 
 // Answerer takes late answers.
 type Answerer struct {
 	views        Projection
-	log          *sessionlog.Log
 	reservations *inbox.Reservations
 	js           jetstream.JetStream
 }
 
-// New returns an Answerer that reads views caught up with log, reserves
-// replies in reservations and queues them through js.
-func New(views Projection, log *sessionlog.Log, reservations *inbox.Reservations, js jetstream.JetStream) *Answerer {
-	return &Answerer{views: views, log: log, reservations: reservations, js: js}
+// New returns an Answerer that validates against views, reserves replies
+// in reservations and queues them through js.
+func New(views Projection, reservations *inbox.Reservations, js jetstream.JetStream) *Answerer {
+	return &Answerer{views: views, reservations: reservations, js: js}
 }
 
 // Answer answers a continued call late (D6). It returns Accepted false,
@@ -59,7 +56,7 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 	if _, err := streams.Token(req.CallID); err != nil {
 		return holdover.AnswerResult{}, holdover.Newf(holdover.CodeBadRequest, "call id: %v", err)
 	}
-	view, err := a.caughtUp(ctx, req.Session)
+	view, err := a.views.CaughtUp(ctx, req.Session)
 	if err != nil {
 		return holdover.AnswerResult{}, err
 	}
@@ -98,42 +95,4 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 		return holdover.AnswerResult{}, err
 	}
 	return holdover.AnswerResult{Accepted: true, MessageID: messageID}, nil
-}
-
-// caughtUp returns the View of Session sid as of its last event
-// (read-your-writes). It reads the stored View and the Session's last seq
-// in one round trip and folds any events in between; a View that cannot be
-// read that way goes through Projection.CaughtUp, which rebuilds it.
-func (a *Answerer) caughtUp(ctx context.Context, sid string) (projection.View, error) {
-	var (
-		last    uint64
-		lastErr error
-		done    = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		last, lastErr = a.log.Last(ctx, sid)
-	}()
-	v, stored, err := a.views.Get(ctx, sid)
-	<-done
-	switch {
-	case lastErr != nil:
-		return projection.View{}, lastErr
-	case err != nil:
-		return a.views.CaughtUp(ctx, sid)
-	case !stored:
-		v = projection.New()
-	}
-	if v.LastSeq < last {
-		evts, _, err := a.log.Read(ctx, sid, v.LastSeq)
-		if err != nil {
-			return projection.View{}, err
-		}
-		for _, e := range evts {
-			v.Apply(e)
-		}
-	}
-	// Events that no longer decode are passed over, as the fold does.
-	v.LastSeq = max(v.LastSeq, last)
-	return v, nil
 }

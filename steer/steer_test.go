@@ -27,7 +27,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	env := steertest.Start(t)
 	views := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
-	return &rig{Env: env, answerer: steer.New(views, env.Log, env.Reservations, env.JS)}
+	return &rig{Env: env, answerer: steer.New(views, env.Reservations, env.JS)}
 }
 
 func (r *rig) session(t *testing.T, sid string) *steertest.Session {

@@ -47,7 +47,7 @@ func newDurable(s *Service) *durable {
 	d := &durable{
 		s:        s,
 		views:    views,
-		answerer: steer.New(views, log, reservations, s.js),
+		answerer: steer.New(views, reservations, s.js),
 		outcomes: counterVec(s.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "total",
 			Help: "Late answers (D6) by outcome: accepted, not_answerable, or the error code.",
