@@ -14,7 +14,7 @@ import (
 //
 // To add a metric, add a field here and one line in [NewMetrics]; a
 // component that wants a metric nobody else reads may instead register it
-// with promauto.With(m.Registry).
+// through [Metrics.Collectors].
 type Metrics struct {
 	// Registry is what /metrics serves.
 	Registry *prometheus.Registry
@@ -41,31 +41,60 @@ type Metrics struct {
 func NewMetrics() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	f := promauto.With(reg)
-	return &Metrics{
-		Registry: reg,
-		EventsFolded: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "holdover", Subsystem: "projection", Name: "events_folded_total",
-			Help: "Session events folded into the userQuestions projection.",
-		}, []string{"consumer"}),
-		FoldLag: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "holdover", Subsystem: "projection", Name: "fold_lag_seconds",
-			Help:    "Time from an event being stored in the Session log to its projection being written.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"consumer"}),
-		CatchUps: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "holdover", Subsystem: "projection", Name: "catch_ups_total",
-			Help: "Session log reads that filled a gap before a delivered event.",
-		}, []string{"consumer"}),
-		KVConflicts: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "holdover", Name: "kv_write_conflicts_total",
-			Help: "KV compare-and-set writes that lost to a concurrent writer.",
-		}, []string{"bucket"}),
-		Errors: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "holdover", Name: "errors_total",
-			Help: "Failures and passed-over input, by component and stable error code.",
-		}, []string{"component", "code"}),
-	}
+	m := &Metrics{Registry: reg}
+	projection, all := m.Collectors("projection"), m.Collectors("")
+	m.EventsFolded = projection.CounterVec("events_folded_total", "Session events folded into the userQuestions projection.", "consumer")
+	m.FoldLag = projection.HistogramVec("fold_lag_seconds", "Time from an event being stored in the Session log to its projection being written.",
+		prometheus.ExponentialBuckets(0.0005, 2, 16), "consumer")
+	m.CatchUps = projection.CounterVec("catch_ups_total", "Session log reads that filled a gap before a delivered event.", "consumer")
+	m.KVConflicts = all.CounterVec("kv_write_conflicts_total", "KV compare-and-set writes that lost to a concurrent writer.", "bucket")
+	m.Errors = all.CounterVec("errors_total", "Failures and passed-over input, by component and stable error code.", "component", "code")
+	return m
+}
+
+// Collectors makes collectors on m's registry named
+// holdover_<subsystem>_<name> (holdover_<name> for subsystem ""): the one
+// place that spells the namespace, for NewMetrics and for a component's
+// own metrics.
+func (m *Metrics) Collectors(subsystem string) Collectors {
+	return Collectors{f: promauto.With(m.Registry), subsystem: subsystem}
+}
+
+// Collectors registers collectors of one subsystem; see [Metrics.Collectors].
+type Collectors struct {
+	f         promauto.Factory
+	subsystem string
+}
+
+func (c Collectors) opts(name, help string) prometheus.Opts {
+	return prometheus.Opts{Namespace: "holdover", Subsystem: c.subsystem, Name: name, Help: help}
+}
+
+// Counter registers a counter.
+func (c Collectors) Counter(name, help string) prometheus.Counter {
+	return c.f.NewCounter(prometheus.CounterOpts(c.opts(name, help)))
+}
+
+// CounterVec registers a counter with labels.
+func (c Collectors) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return c.f.NewCounterVec(prometheus.CounterOpts(c.opts(name, help)), labels)
+}
+
+// Gauge registers a gauge.
+func (c Collectors) Gauge(name, help string) prometheus.Gauge {
+	return c.f.NewGauge(prometheus.GaugeOpts(c.opts(name, help)))
+}
+
+// Histogram registers a histogram with buckets.
+func (c Collectors) Histogram(name, help string, buckets []float64) prometheus.Histogram {
+	o := c.opts(name, help)
+	return c.f.NewHistogram(prometheus.HistogramOpts{Namespace: o.Namespace, Subsystem: o.Subsystem, Name: o.Name, Help: o.Help, Buckets: buckets})
+}
+
+// HistogramVec registers a histogram with buckets and labels.
+func (c Collectors) HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	o := c.opts(name, help)
+	return c.f.NewHistogramVec(prometheus.HistogramOpts{Namespace: o.Namespace, Subsystem: o.Subsystem, Name: o.Name, Help: o.Help, Buckets: buckets}, labels)
 }
 
 // Error counts err for component under its stable code, INTERNAL when it

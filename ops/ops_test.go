@@ -65,6 +65,12 @@ func TestMetricsAreServedWithTheirCodes(t *testing.T) {
 	m.Error("projection", errors.New("no code"))
 	m.EventsFolded.WithLabelValues("projection").Add(3)
 	m.FoldLag.WithLabelValues("projection").Observe(0.002)
+	// A component's own collectors share the namespace and the registry.
+	own := m.Collectors("gateway")
+	own.Gauge("connections", "Open connections.").Set(2)
+	own.Counter("slow_total", "Slow ones.").Inc()
+	own.CounterVec("frames_total", "Frames.", "type").WithLabelValues("hello").Inc()
+	own.Histogram("fanout_seconds", "Fan-out.", []float64{0.001}).Observe(0.0005)
 	code, body := get(t, ops.Handler(m), "/metrics")
 	require.Equal(t, http.StatusOK, code)
 	for _, line := range []string{
@@ -72,6 +78,10 @@ func TestMetricsAreServedWithTheirCodes(t *testing.T) {
 		`holdover_errors_total{code="INTERNAL",component="projection"} 1`,
 		`holdover_projection_events_folded_total{consumer="projection"} 3`,
 		`holdover_projection_fold_lag_seconds_count{consumer="projection"} 1`,
+		`holdover_gateway_connections 2`,
+		`holdover_gateway_slow_total 1`,
+		`holdover_gateway_frames_total{type="hello"} 1`,
+		`holdover_gateway_fanout_seconds_bucket{le="0.001"} 1`,
 		`go_goroutines`,
 	} {
 		assert.Contains(t, body, line)
