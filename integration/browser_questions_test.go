@@ -71,10 +71,8 @@ func TestBrowserSessionWithoutQuestionsIsLiveAndEmptyThenShowsTheFirstQuestion(t
 
 func TestBrowserTimedCardExpiresToWorkContinuedThenALateAnswerRendersOneReply(t *testing.T) {
 	// P1, W5, C3, C4, P5, G1–G3.
-	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(3), browserSayMovedOn, browserOnLateAnswer}, "\n"))
 	const sid = "s-expire"
-	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(w.ctx, sid, "Set up the service")
+	w, p := browserAsking(t, sid, browserAskDB(3), browserSayMovedOn, browserOnLateAnswer)
 
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	first := p.str(browserText(browserCountdown))
@@ -137,10 +135,8 @@ var browserSecondsRE = regexp.MustCompile(`(\d+)s`)
 
 func TestBrowserFocusPausesAndBlurResumesTheCountdown(t *testing.T) {
 	// P1: manual focus on a pristine answer surface pauses; blur resumes the preserved remainder.
-	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(30), browserSayMovedOn}, "\n"))
 	const sid = "s-focus"
-	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(w.ctx, sid, "Set up the service")
+	_, p := browserAsking(t, sid, browserAskDB(30), browserSayMovedOn)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
 	p.do(chromedp.Focus(chromedp.CSS(browserCard + ` .option:nth-of-type(2) input`)))
@@ -164,10 +160,8 @@ func TestBrowserFocusPausesAndBlurResumesTheCountdown(t *testing.T) {
 func TestBrowserTakeTimeThenAnswerAfterTheHostDeadlineSettlesThroughTheWaterfall(t *testing.T) {
 	// P2, W2, W4: Take time freezes the local countdown; the claim keeps the Host timer off, so an
 	// answer after the original deadline still settles the foreground call (M7), not pending.
-	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(3), browserSayMovedOn}, "\n"))
 	const sid = "s-take-time"
-	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(w.ctx, sid, "Set up the service")
+	w, p := browserAsking(t, sid, browserAskDB(3), browserSayMovedOn)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	// The call started before its card showed, so the Host's original deadline is at most 3 s from now.
 	deadline := time.Now().Add(3 * time.Second)
@@ -191,10 +185,8 @@ func TestBrowserTakeTimeThenAnswerAfterTheHostDeadlineSettlesThroughTheWaterfall
 
 func TestBrowserReloadMidDraftRestoresAnswersAndDisposition(t *testing.T) {
 	// P2, C1: keyboard only — arrow keys choose, Enter advances, Space toggles; a reload keeps it all.
-	w := newBrowserWorld(t, strings.Join([]string{browserAskTwo(60), browserSayMovedOn}, "\n"))
 	const sid = "s-reload"
-	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(w.ctx, sid, "Set up the service")
+	w, p := browserAsking(t, sid, browserAskTwo(60), browserSayMovedOn)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 
 	p.do(chromedp.Focus(chromedp.CSS(browserCard+` .option:nth-of-type(1) input`)), chromedp.KeyEvent(kb.ArrowDown))
@@ -229,10 +221,8 @@ func TestBrowserReloadMidDraftRestoresAnswersAndDisposition(t *testing.T) {
 
 func TestBrowserHidingATimedPanelKeepsTheCountdownAndTheRowReopensIt(t *testing.T) {
 	// P4, D9: hiding sends nothing; the claim and countdown run on; the tool row shows the panel again.
-	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(30), browserSayMovedOn}, "\n"))
 	const sid = "s-hide"
-	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(w.ctx, sid, "Set up the service")
+	w, p := browserAsking(t, sid, browserAskDB(30), browserSayMovedOn)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	before := browserSeconds(t, p.str(browserText(browserCountdown)))
 
@@ -317,10 +307,8 @@ func TestBrowserTwoClientsOneAnswersAndTheOthersCardCloses(t *testing.T) {
 func TestBrowserGatewayRestartKeepsCardsAndDrafts(t *testing.T) {
 	// Reconnecting (docs/protocol.md): the Client keeps cards and drafts, watches again from its
 	// last seq, and the in-flight request arrives again; the answer still settles in the foreground.
-	w := newBrowserWorld(t, strings.Join([]string{browserAskTwo(60), browserSayMovedOn}, "\n"))
 	const sid = "s-restart"
-	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(w.ctx, sid, "Set up the service")
+	w, p := browserAsking(t, sid, browserAskTwo(60), browserSayMovedOn)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
 	p.click(browserCard + ` .option:nth-of-type(2)`)
 	p.keys(browserCard+` textarea`, "with WAL")
@@ -351,16 +339,7 @@ func TestBrowserGatewayRestartKeepsCardsAndDrafts(t *testing.T) {
 func TestBrowserQueuedReplyRowShowsViewAnswersBeforeAndAfterReload(t *testing.T) {
 	// P5, D8: while the agent is busy, the late reply waits in its inbox; the row shows the
 	// submitted answers behind View answers, also after a reload; admission then renders the reply.
-	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(2), "work 1 step of 10m", browserSayMovedOn, browserOnLateAnswer}, "\n"))
-	const sid = "s-queued"
-	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(w.ctx, sid, "Set up the service")
-	p.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
-	w.working(sid)
-
-	p.click(browserCard + ` .option:nth-of-type(2)`)
-	p.click(browserCard + ` .submit`)
-	p.waitFor("the panel to close", browserQuery(browserCard)+` === null`)
+	w, p := browserQueueReply(t, "s-queued")
 	viewQueued := func(state string) {
 		p.waitFor("the queued row", browserQuery(`.question-row[data-state="queued"] .action-view-answers`)+` !== null`)
 		require.Equal(t, "View answers", p.str(browserText(`.question-row .row-action`)))
@@ -379,6 +358,31 @@ func TestBrowserQueuedReplyRowShowsViewAnswersBeforeAndAfterReload(t *testing.T)
 	p.waitFor("the reply node", browserExpandAll(`document.querySelectorAll(".row.reply").length === 1`))
 	p.waitFor("the answered row", browserExpandAll(browserText(`.question-row .state-label`)+` === "1/1 answered"`))
 	p.shot("admitted")
+}
+
+// browserAsking runs an agent with script in Session sid, with a page that
+// watches the Session before the agent asks.
+func browserAsking(t *testing.T, sid string, script ...string) (*browserWorld, *browserPage) {
+	t.Helper()
+	w := newBrowserWorld(t, strings.Join(script, "\n"))
+	p := w.open(sid, "user", false)
+	w.start(w.ctx, sid, "Set up the service")
+	return w, p
+}
+
+// browserQueueReply runs an agent in Session sid that asks a 2 s question
+// and then works for 10 minutes of its clock; the page lets the question
+// expire and answers SQLite through the RPC, so the reply waits in the
+// agent's inbox (D8) until the test advances the clock.
+func browserQueueReply(t *testing.T, sid string) (*browserWorld, *browserPage) {
+	t.Helper()
+	w, p := browserAsking(t, sid, browserAskDB(2), "work 1 step of 10m", browserSayMovedOn, browserOnLateAnswer)
+	p.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
+	w.working(sid)
+	p.click(browserCard + ` .option:nth-of-type(2)`) // SQLite
+	p.click(browserCard + ` .submit`)
+	p.waitFor("the panel to close", browserQuery(browserCard)+` === null`)
+	return w, p
 }
 
 // askCall is the call id of the Session's ask_user_question tool call, once recorded.
@@ -488,15 +492,8 @@ func TestBrowserPlanReviewApprovesAndAnUnkeyedCardDismissedIsCancelled(t *testin
 func TestBrowserDiscardingAQueuedReplyRestoresTheAnswerAction(t *testing.T) {
 	// P5, C4, D8, §7: a queued late reply can be taken back before admission; the row then
 	// offers the answer again, and a new answer is queued and admitted as usual.
-	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(2), "work 1 step of 10m", browserSayMovedOn, browserOnLateAnswer}, "\n"))
 	const sid = "s-discard"
-	p := w.open(sid, "user", false) // watching before the agent asks
-	w.start(w.ctx, sid, "Set up the service")
-	p.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
-	w.working(sid)
-
-	p.click(browserCard + ` .option:nth-of-type(2)`) // SQLite
-	p.click(browserCard + ` .submit`)
+	w, p := browserQueueReply(t, sid)
 	p.waitFor("the queued row", browserQuery(`.question-row[data-state="queued"] .action-discard`)+` !== null`)
 	require.Equal(t, "Discard reply", p.str(browserText(`.question-row .action-discard`)))
 	p.shot("queued-discardable")

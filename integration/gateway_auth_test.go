@@ -112,6 +112,6 @@ func TestGatewayTokenWithoutTheSessionIsRefused(t *testing.T) {
 	_, leaked := ana.find(gwType("request"))
 	assert.False(t, leaked, "a request of a Session the token does not grant was forwarded")
 
-	bo.send(map[string]any{"type": "settle", "id": req.ID, "value": map[string]any{"answers": fgAnswer("yes")}})
+	bo.settle(req.ID, fgAnswer("yes"))
 	require.NoError(t, fgWait(t, done).err)
 }

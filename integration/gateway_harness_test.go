@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/sessionlog"
@@ -282,6 +283,12 @@ func (c *gwClient) watchLive(id, sid string) {
 	c.t.Helper()
 	c.send(map[string]any{"type": "watch", "id": id, "session": sid, "fromSeq": 1})
 	c.take("the ready frame of "+id, gwTypeID("ready", id))
+}
+
+// settle answers request id with answers.
+func (c *gwClient) settle(id string, answers []holdover.Answer) {
+	c.t.Helper()
+	c.send(map[string]any{"type": "settle", "id": id, "value": map[string]any{"answers": answers}})
 }
 
 // alive proves the connection still works: a call round-trips.

@@ -67,19 +67,26 @@ func (w *gwWorld) claims(sid, callID string) int {
 	return n
 }
 
+// gwAsked is a gateway world in which ana watches s1 live and the agent
+// has asked the timed call-1 (5 s): ana's request frame and the agent's
+// outcome to come.
+func gwAsked(t *testing.T) (w *gwWorld, ana *gwClient, req gwFrame, done <-chan fgResult) {
+	t.Helper()
+	w = newGWWorld(t, gateway.Limits{})
+	ana = w.dial(gwTokenAna)
+	ana.welcome()
+	ana.watchLive("w1", "s1")
+	done = w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
+	return w, ana, ana.take("the request", gwType("request")), done
+}
+
 // W3, W4, W8, C1: a timed request published by the worker reaches the
 // watching Client as a request frame; its claim stream gets the
 // Host-computed remainingMs and pauses the Host deadline; the settle reaches
 // the agent; the Host then closes the claim and every Client gets cancel.
 func TestGatewayRequestReachesTheClientAndItsSettleReachesTheAgent(t *testing.T) {
 	t.Parallel()
-	w := newGWWorld(t, gateway.Limits{})
-	ana := w.dial(gwTokenAna)
-	ana.welcome()
-	ana.watchLive("w1", "s1")
-
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	req := ana.take("the request", gwType("request"))
+	w, ana, req, done := gwAsked(t)
 	assert.Equal(t, gateway.QuestionRequestEvent, req.Event)
 	assert.Equal(t, "s1", req.Session)
 	p := gwPayloadOf(t, req)
@@ -94,7 +101,7 @@ func TestGatewayRequestReachesTheClientAndItsSettleReachesTheAgent(t *testing.T)
 	require.Eventually(t, func() bool { return fgTimers(w.clock) == 0 }, fgPatience, time.Millisecond,
 		"no Host timer runs while the Client holds its claim (W2)")
 
-	ana.send(map[string]any{"type": "settle", "id": req.ID, "value": map[string]any{"answers": fgAnswer("yes")}})
+	ana.settle(req.ID, fgAnswer("yes"))
 	r := fgWait(t, done)
 	require.NoError(t, r.err)
 	assert.Equal(t, holdover.Outcome{Answers: fgAnswer("yes")}, r.out)
@@ -111,12 +118,7 @@ func TestGatewayRequestReachesTheClientAndItsSettleReachesTheAgent(t *testing.T)
 // again from the original deadline and ends the call pending.
 func TestGatewayClosingTheSocketReleasesClaimsAndDelegates(t *testing.T) {
 	t.Parallel()
-	w := newGWWorld(t, gateway.Limits{})
-	ana := w.dial(gwTokenAna)
-	ana.welcome()
-	ana.watchLive("w1", "s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	ana.take("the request", gwType("request"))
+	w, ana, _, done := gwAsked(t)
 	assert.Equal(t, int64(5000), ana.attach("s1", "s1", "call-1"))
 	require.Equal(t, 1, w.claims("s1", "call-1"))
 
@@ -170,7 +172,7 @@ func TestGatewayLateClientGetsTheRequestInFlight(t *testing.T) {
 	req := ana.take("the request in flight", gwType("request"))
 	assert.Equal(t, "call-1", gwPayloadOf(t, req).CallID)
 	assert.Equal(t, int64(5000), ana.attach("s1", "s1", "call-1"))
-	ana.send(map[string]any{"type": "settle", "id": req.ID, "value": map[string]any{"answers": fgAnswer("no")}})
+	ana.settle(req.ID, fgAnswer("no"))
 	r := fgWait(t, done)
 	require.NoError(t, r.err)
 	assert.Equal(t, fgAnswer("no"), r.out.Answers)
@@ -194,13 +196,13 @@ func TestGatewayTwoClientsOneAnswers(t *testing.T) {
 	bo.attach("s1", "s1", "call-1")
 	assert.Equal(t, 2, w.claims("s1", "call-1"), "each Client holds a claim of its own")
 
-	bo.send(map[string]any{"type": "settle", "id": reqB.ID, "value": map[string]any{"answers": fgAnswer("no")}})
+	bo.settle(reqB.ID, fgAnswer("no"))
 	r := fgWait(t, done)
 	require.NoError(t, r.err)
 	assert.Equal(t, fgAnswer("no"), r.out.Answers)
 	ana.take("ana's cancel", gwTypeID("cancel", reqA.ID))
 	ana.take("ana's claim closed", gwTypeID("close", "s1"))
-	ana.send(map[string]any{"type": "settle", "id": reqA.ID, "value": map[string]any{"answers": fgAnswer("yes")}})
+	ana.settle(reqA.ID, fgAnswer("yes"))
 	ana.take("NOT_FOUND for the late settle", gwError(reqA.ID, "NOT_FOUND"))
 }
 
@@ -209,14 +211,9 @@ func TestGatewayTwoClientsOneAnswers(t *testing.T) {
 // ASK_TIMED_OUT, which the agent sees as pending (W5).
 func TestGatewayRefusedSettleKeepsTheRequestAndRejectEndsIt(t *testing.T) {
 	t.Parallel()
-	w := newGWWorld(t, gateway.Limits{})
-	ana := w.dial(gwTokenAna)
-	ana.welcome()
-	ana.watchLive("w1", "s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	req := ana.take("the request", gwType("request"))
+	_, ana, req, done := gwAsked(t)
 
-	ana.send(map[string]any{"type": "settle", "id": req.ID, "value": map[string]any{"answers": []holdover.Answer{{ID: "other", Selected: []string{}}}}})
+	ana.settle(req.ID, []holdover.Answer{{ID: "other", Selected: []string{}}})
 	ana.take("BAD_ANSWER", gwError(req.ID, "BAD_ANSWER"))
 	ana.send(map[string]any{"type": "settle", "id": req.ID, "value": map[string]any{"questions": "no answers"}})
 	ana.take("BAD_REQUEST", gwError(req.ID, "BAD_REQUEST"))
@@ -250,12 +247,7 @@ func TestGatewayAttachToAnEndedWaitIsJustClosed(t *testing.T) {
 // released and the Host deadline runs again (W2), with no close frame back.
 func TestGatewayClosingTheStreamReleasesTheClaim(t *testing.T) {
 	t.Parallel()
-	w := newGWWorld(t, gateway.Limits{})
-	ana := w.dial(gwTokenAna)
-	ana.welcome()
-	ana.watchLive("w1", "s1")
-	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
-	req := ana.take("the request", gwType("request"))
+	w, ana, req, done := gwAsked(t)
 	ana.attach("s1", "s1", "call-1")
 	require.Eventually(t, func() bool { return fgTimers(w.clock) == 0 }, fgPatience, time.Millisecond)
 

@@ -179,7 +179,7 @@ func TestGatewayTwoWatchesOfOneSessionOnOneConnection(t *testing.T) {
 
 	// Unwatching one keeps the request; unwatching both passes it on.
 	c.send(map[string]any{"type": "unwatch", "id": "w1"})
-	c.send(map[string]any{"type": "settle", "id": req.ID, "value": map[string]any{"answers": fgAnswer("no")}})
+	c.settle(req.ID, fgAnswer("no"))
 	r := fgWait(t, done)
 	require.NoError(t, r.err)
 	assert.Equal(t, fgAnswer("no"), r.out.Answers)
