@@ -56,11 +56,19 @@ type liveWait struct {
 	done chan struct{}
 }
 
-func (b *questionsBinding) track(d *userquestions.Delivery) {
+// waitOf is the wait a delivery's request answers; unkeyed requests have none.
+func waitOf(d *userquestions.Delivery) (waiter.Key, bool) {
 	if d.Wait == nil {
+		return waiter.Key{}, false
+	}
+	return waiter.Key{Session: d.Session, CallID: d.Wait.CallID}, true
+}
+
+func (b *questionsBinding) track(d *userquestions.Delivery) {
+	key, ok := waitOf(d)
+	if !ok {
 		return
 	}
-	key := waiter.Key{Session: d.Session, CallID: d.Wait.CallID}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	byID := b.live[key]
@@ -77,10 +85,10 @@ func (b *questionsBinding) track(d *userquestions.Delivery) {
 }
 
 func (b *questionsBinding) untrack(d *userquestions.Delivery) {
-	if d.Wait == nil {
+	key, ok := waitOf(d)
+	if !ok {
 		return
 	}
-	key := waiter.Key{Session: d.Session, CallID: d.Wait.CallID}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lw := b.live[key][d.RequestID]
