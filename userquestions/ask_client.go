@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	leases "github.com/holdover-dev/holdover/lease"
 )
 
 // The caller's side of the foreground calls. A Client holds one liveness
@@ -47,7 +48,7 @@ type callerSide struct {
 	prefix string // reply subjects are prefix + call token
 	mux    *nats.Subscription
 	calls  map[string]*pendingCall
-	owners *leaseWatcher
+	owners *leases.Watcher
 	stop   func()
 }
 
@@ -220,7 +221,7 @@ func (c *Client) setup(ctx context.Context) (*callerSide, error) {
 		_ = cs.mux.Unsubscribe()
 		return nil, err
 	}
-	cs.owners = newLeaseWatcher(c.nc, js, cs.log)
+	cs.owners = leases.NewWatcher(c.nc, js, cs.log)
 	cs.stop = onReconnect(c.nc, 0, cs.resync)
 	cs.ready = true
 	return cs, nil
@@ -263,7 +264,7 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 				pc.mu.Lock()
 				pc.owner, pc.requestID = acc.Owner, acc.RequestID
 				pc.mu.Unlock()
-				lost, unwatch = cs.owners.watch(ctx, acc.Owner)
+				lost, unwatch = cs.owners.Watch(ctx, acc.Owner)
 				continue
 			}
 			cs.forget(pc)
@@ -467,13 +468,13 @@ func (cs *callerSide) resync(ctx context.Context) {
 			cs.log.Error("hold caller lease again", "err", err)
 			return
 		}
-		_ = own.sub.Unsubscribe()
+		own.Drop()
 		cs.mu.Lock()
 		cs.lease = l
 		cs.mu.Unlock()
 		return
 	}
-	cs.owners.recheck(ctx)
+	cs.owners.Recheck(ctx)
 	for _, pc := range calls {
 		pc.mu.Lock()
 		owner, id := pc.owner, pc.requestID

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/holdover-dev/holdover"
+	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/waiter"
 )
@@ -31,37 +32,25 @@ import (
 // which names only stream and consumer:
 //
 //	claim~<session>~<call token>~<claim id>   a Client's claim on one wait
-//	lease~<role>~<id>                         a process's liveness lease
+//	lease~<role>~<id>                         a process's liveness lease (package lease)
 //
 // Session ids and call tokens never hold '~' (streams.CheckSession,
 // streams.Token), so the split is unambiguous.
 const (
-	nameSep     = "~"
-	claimKind   = "claim"
-	leaseKind   = "lease"
-	claimTopic  = streams.ClaimPrefix + ".wait."  // + <session>.<call token>.<claim id>: the claim's frames
-	leaseTopic  = streams.ClaimPrefix + ".lease." // + <id>: never carries a message
-	maxNameLen  = 255                             // JetStream's limit on consumer names
-	advisoryPfx = "$JS.EVENT.ADVISORY.CONSUMER."
+	nameSep    = leases.Sep
+	claimKind  = "claim"
+	claimTopic = streams.ClaimPrefix + ".wait." // + <session>.<call token>.<claim id>: the claim's frames
+	maxNameLen = 255                            // JetStream's limit on consumer names
 )
 
 // DefaultReleaseBound is how long NATS keeps a claim or lease after its
 // holder's interest is gone: the bound on noticing a dead Client, gateway,
 // agent or worker.
-const DefaultReleaseBound = 2 * time.Second
+const DefaultReleaseBound = leases.DefaultReleaseBound
 
-// MinReleaseBound is the shortest release bound accepted. Shorter
-// thresholds let a loaded server delete consumers whose holder is alive,
-// and lose claims on a reconnect blip (DESIGN.md, measured facts).
-const MinReleaseBound = time.Second
-
-// releaseBound applies the default and the floor to a configured bound.
-func releaseBound(d time.Duration) time.Duration {
-	if d == 0 {
-		return DefaultReleaseBound
-	}
-	return max(d, MinReleaseBound)
-}
+// MinReleaseBound is the shortest release bound accepted (see
+// lease.MinReleaseBound).
+const MinReleaseBound = leases.MinReleaseBound
 
 // newClaimName returns the consumer name and the frame subject of a new
 // claim on the wait of (sid, callID).
@@ -130,51 +119,6 @@ func remainingFrame(d time.Duration) []byte {
 
 var closingFrame = []byte(`{"closed":true}`)
 
-// consumerConfig is the ephemeral push consumer behind a claim or lease:
-// it delivers the frames of subject to deliver, holds no state worth
-// replicating, and lives bound after its subscriber's interest ends.
-func consumerConfig(name, subject, deliver string, bound time.Duration, meta map[string]string) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Name:              name,
-		DeliverSubject:    deliver,
-		FilterSubject:     subject,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: bound,
-		MemoryStorage:     true,
-		Replicas:          1,
-		Metadata:          meta,
-	}
-}
-
-// holdConsumer subscribes to a fresh deliver subject with onMsg and then
-// creates the consumer that delivers there. The order matters: a push
-// consumer created before its subscriber can be judged inactive and deleted
-// before it is bound.
-func holdConsumer(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, name, subject string, bound time.Duration, meta map[string]string, onMsg nats.MsgHandler) (*nats.Subscription, error) {
-	deliver := nc.NewInbox()
-	sub, err := nc.Subscribe(deliver, onMsg)
-	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "subscribe for %s: %v", name, err)
-	}
-	cfg := consumerConfig(name, subject, deliver, bound, meta)
-	if _, err := js.CreatePushConsumer(ctx, streams.ClaimsStream, cfg); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, holdover.Newf(holdover.CodeInternal, "create %s: %v", name, err)
-	}
-	return sub, nil
-}
-
-// deleteConsumer removes a claim or lease; one that is already gone is
-// not an error.
-func deleteConsumer(ctx context.Context, js jetstream.JetStream, name string) error {
-	err := js.DeleteConsumer(ctx, streams.ClaimsStream, name)
-	if err == nil || errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil
-	}
-	return holdover.Newf(holdover.CodeInternal, "delete %s: %v", name, err)
-}
-
 // Claim is a Client's hold on one keyed or timed wait (W2–W4), opened with
 // [Delivery.AttachWait]. While it is open the Host deadline does not run.
 // It stays open until the Host closes it when the request settles
@@ -200,7 +144,7 @@ func attachWait(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, sid,
 	}
 	c := &Claim{name: name, js: js, first: make(chan time.Duration, 1), closed: make(chan struct{})}
 	meta := map[string]string{"session": sid, "callId": callID}
-	c.sub, err = holdConsumer(ctx, nc, js, name, subject, bound, meta, c.onFrame)
+	c.sub, err = leases.HoldConsumer(ctx, nc, js, name, subject, bound, meta, c.onFrame)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +204,7 @@ func (c *Claim) Release(ctx context.Context) error {
 	c.release.Do(func() {
 		// Deleting first makes the release immediate; unsubscribing alone
 		// would hold the wait for the release bound.
-		err = deleteConsumer(ctx, c.js, c.name)
+		err = leases.Delete(ctx, c.js, c.name)
 		if uerr := c.sub.Unsubscribe(); uerr != nil && !errors.Is(uerr, nats.ErrConnectionClosed) && err == nil {
 			err = holdover.Newf(holdover.CodeInternal, "unsubscribe %s: %v", c.name, uerr)
 		}

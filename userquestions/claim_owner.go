@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/holdover-dev/holdover"
+	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/waiter"
 )
@@ -142,7 +143,7 @@ func (fg *foreground) closeClaim(name string) {
 	if seq > 0 {
 		fg.awaitPushed(ctx, name, seq)
 	}
-	if err := deleteConsumer(ctx, fg.js, name); err != nil {
+	if err := leases.Delete(ctx, fg.js, name); err != nil {
 		fg.log.Warn("delete claim", "claim", name, "err", err)
 	}
 }
@@ -193,7 +194,7 @@ func (fg *foreground) ownerLost(ctx context.Context) {
 	if alive, err := old.alive(ctx); err == nil && alive {
 		return // re-held by a concurrent call
 	}
-	_ = old.sub.Unsubscribe()
+	old.Drop()
 	l, err := holdLease(ctx, fg.nc, fg.js, roleWorker, fg.leaseID, fg.bound)
 	if err != nil {
 		fg.log.Error("hold worker lease again", "lease", fg.leaseName, "err", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -41,7 +42,7 @@ type Answerer struct {
 	bound  time.Duration
 	gather time.Duration
 	log    *slog.Logger
-	owners *leaseWatcher
+	owners *leases.Watcher
 	stop   func()
 }
 
@@ -61,9 +62,9 @@ func NewAnswerer(nc *nats.Conn, cfg AnswererConfig) (*Answerer, error) {
 		bound:  releaseBound(cfg.ReleaseBound),
 		gather: cmpOr(cfg.InflightGather, DefaultInflightGather),
 		log:    log,
-		owners: newLeaseWatcher(nc, js, log),
+		owners: leases.NewWatcher(nc, js, log),
 	}
-	a.stop = onReconnect(nc, 0, a.owners.recheck)
+	a.stop = onReconnect(nc, 0, a.owners.Recheck)
 	return a, nil
 }
 
@@ -400,7 +401,7 @@ func (w *Watch) watchOwner(owner string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultCallTimeout)
 	defer cancel()
-	lost, unwatch := w.a.owners.watch(ctx, owner)
+	lost, unwatch := w.a.owners.Watch(ctx, owner)
 	w.owners[owner] = unwatch
 	go func() {
 		select {
