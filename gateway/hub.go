@@ -346,6 +346,7 @@ func (h *hub) onView(m jetstream.Msg) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, m.Data()); err != nil {
 		h.s.log.Warn("session feed: projection is not JSON; passed over", "session", h.sid, "err", err)
+		h.knowView(nil) // a watch starting now shows none rather than wait for one
 		return
 	}
 	h.mu.Lock()

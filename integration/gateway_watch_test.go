@@ -257,3 +257,25 @@ func countOf(list []string, s string) int {
 	}
 	return n
 }
+
+// A projection value that is not JSON (an operator's hand edit) is passed
+// over: the watch still becomes ready, with no view, and the next good
+// write arrives as usual.
+func TestGatewayWatchPassesOverAProjectionThatIsNotJSON(t *testing.T) {
+	t.Parallel()
+	w := newGWWorld(t, gateway.Limits{})
+	ctx := context.Background()
+	_, err := w.env.Topology.Questions.Put(ctx, "s1", []byte("{not json"))
+	require.NoError(t, err)
+
+	c := w.dial(gwTokenAna)
+	c.welcome()
+	c.watchLive("w1", "s1")
+	assert.Equal(t, "null", string(c.take("the absent view", gwTypeID("view", "w1")).View))
+
+	data, err := json.Marshal(projection.View{LastSeq: 2})
+	require.NoError(t, err)
+	_, err = w.env.Topology.Questions.Put(ctx, "s1", data)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"active":[],"settled":[],"timed":false,"lastSeq":2}`, string(c.take("the good view", gwTypeID("view", "w1")).View))
+}
