@@ -1,7 +1,9 @@
 // Package liveroot owns the live-root registry: which runtime instance is
 // the live root of each Session, under which epoch, and whether it is a
-// child owned by another agent (M9). It also carries the resume request
-// that asks the runtime pool to bring a Session with no live root back (D7).
+// child owned by another agent (M9); the root lease each runtime instance
+// holds, which says whether the root a record names still runs; and the
+// resume request that asks the runtime pool to bring a Session with no
+// live root back (D7).
 //
 // The registry is the KV bucket streams.RootsBucket, one key per Session id,
 // written only with compare-and-set, so two instances taking over a Session
