@@ -53,7 +53,7 @@ describe("Link", () => {
     expect([l.phase, l.text()]).toEqual(["loading", "Reconnected · catching up (0 of 1 Sessions live)"]);
     l.watchReady("s1");
     expect(l.phase).toBe("live");
-    l.closed(); // a live connection resets the back-off
+    l.closed(); // a connection the gateway accepted starts the back-off over
     expect(l.text()).toBe("Disconnected · reconnecting in 1s");
   });
 
