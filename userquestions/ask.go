@@ -466,6 +466,19 @@ func (fg *foreground) confirm(ctx context.Context, w *waiter.Wait, sid string, r
 	return c
 }
 
+// pending reports whether the check is still under way.
+func (c *confirmation) pending() bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // wait returns the check's refusal, once it is done; nil when no check
 // ran beside the wait.
 func (c *confirmation) wait() error {
@@ -550,10 +563,15 @@ func removeFrom(m map[string]map[string]*liveWait, key, id string) {
 // finish runs once the wait has settled: it replies to the caller first
 // (that is the latency that matters), then tells the Session's answerers
 // the request ended and closes its claims (W4, W7). A Client's outcome
-// finishes its wait at once, on the goroutine that routed it; every other
-// ending reaches finish through the wait's context. Either way it runs
-// once.
+// finishes its wait at once, on the goroutine that routed it, unless the
+// caller's M9 check is still under way: that may take a round trip, which
+// the other waits' outcomes must not queue behind. Every other ending
+// reaches finish through the wait's context. Either way it runs once.
 func (fg *foreground) finish(lw *liveWait) {
+	if lw.root.pending() {
+		go lw.finishing.Do(func() { fg.finishOnce(lw) })
+		return
+	}
 	lw.finishing.Do(func() { fg.finishOnce(lw) })
 }
 
