@@ -1,13 +1,18 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/runtime"
@@ -108,4 +113,77 @@ func TestCloseStopsStartedSessions(t *testing.T) {
 	}
 	_, err := h.rt.Start(h.ctx, "s3")
 	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
+}
+
+// D7: a runtime holds its root lease, lease~root~<instance>, from New to
+// Close, so a record naming it is believed only while it runs. Close
+// releases its Sessions and ends the lease at once.
+func TestRootLeaseLivesFromNewToClose(t *testing.T) {
+	h := start(t, "say Hi.")
+	leases := liveroot.Leases(h.env.JS)
+	alive, err := leases(h.ctx, liveroot.LeaseName("test-runtime"))
+	require.NoError(t, err)
+	require.True(t, alive, "New holds the root lease before any Session is registered")
+	h.run("s1")
+	_, state, err := h.service.Roots().Root(h.ctx, "s1", leases)
+	require.NoError(t, err)
+	require.Equal(t, liveroot.Alive, state)
+
+	h.rt.Close()
+	alive, err = leases(h.ctx, liveroot.LeaseName("test-runtime"))
+	require.NoError(t, err)
+	require.False(t, alive, "Close ends the root lease without waiting out the bound")
+	_, state, err = h.service.Roots().Root(h.ctx, "s1", leases)
+	require.NoError(t, err)
+	require.Equal(t, liveroot.NoRoot, state)
+}
+
+// D7: a runtime whose connection is gone (as after a SIGKILL) releases
+// nothing, but its root lease ends the release bound later, so its
+// Sessions read as lost; stopping it then is quiet, with nothing left to
+// release on a closed connection.
+func TestRuntimeCutOffLosesItsRoots(t *testing.T) {
+	h := start(t, "say Hi.")
+	nc, _ := embeddedtest.Connect(t, h.env.Server.ClientURL())
+	var logs bytes.Buffer
+	doomed, err := runtime.New(h.ctx, runtime.Config{
+		Conn: nc, Model: h.model, Questions: h.client, Clock: h.clock, Instance: "doomed",
+		ReleaseBound: time.Second, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil)),
+	})
+	require.NoError(t, err)
+	_, err = doomed.Start(h.ctx, "s1")
+	require.NoError(t, err)
+
+	nc.Close()
+	leases := liveroot.Leases(h.env.JS)
+	require.Eventually(t, func() bool {
+		_, state, err := h.service.Roots().Root(h.ctx, "s1", leases)
+		return err == nil && state == liveroot.RootLost
+	}, patience, 10*time.Millisecond)
+	doomed.Close()
+	rec, state, err := h.service.Roots().Root(h.ctx, "s1", leases)
+	require.NoError(t, err)
+	require.Equal(t, liveroot.RootLost, state, "nothing released on the closed connection")
+	require.Equal(t, "doomed", rec.Instance)
+	require.NotContains(t, logs.String(), "release the live root")
+	require.NotContains(t, logs.String(), "root lease")
+}
+
+// New refuses an instance id that cannot name its root lease.
+func TestInstanceMustNameALease(t *testing.T) {
+	h := start(t, "say Hi.")
+	_, err := runtime.New(h.ctx, runtime.Config{Conn: h.env.Conn, Model: h.model, Questions: h.client, Instance: "a.b"})
+	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
+}
+
+// syncWriter lets the runtime's goroutines log into one buffer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

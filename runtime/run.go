@@ -14,7 +14,9 @@ import (
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/runtime/model"
 	"github.com/holdover-dev/holdover/runtime/ptc"
 	"github.com/holdover-dev/holdover/sessionlog"
@@ -40,9 +42,14 @@ type Config struct {
 	Questions askuser.Service
 	// Tools are extra tools, offered after the runtime's own.
 	Tools []Tool
-	// Instance names this process in the live-root registry; empty picks a
-	// random one.
+	// Instance names this process in the live-root registry and its root
+	// lease; empty picks a random one. It is letters, digits, '-' and '_'.
 	Instance string
+	// ReleaseBound is how long the root lease outlives this process's
+	// connection: the bound on an answer noticing that the process died
+	// (D7). 0 means lease.DefaultReleaseBound; less than
+	// lease.MinReleaseBound is raised to it.
+	ReleaseBound time.Duration
 	// MaxSteps bounds the steps of one Turn; 0 means 200.
 	MaxSteps int
 	// CodeTimeout bounds one run_code program; 0 means ptc.DefaultTimeout.
@@ -73,6 +80,12 @@ type Runtime struct {
 	instance   string
 	tools      *toolset
 	childTools *toolset
+
+	// lease is the root lease, held from New to Close; keepLease holds it
+	// again after a reconnect that outlasted it, until stopped.
+	leaseMu   sync.Mutex
+	lease     *lease.Lease
+	keepLease func()
 
 	// close releases what the Runtime made for itself: its question client.
 	close func()
@@ -139,6 +152,12 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rt.sessions = sessionlog.New(rt.js, sessions)
 	rt.roots = liveroot.New(kv)
+	// Before any Session is registered: a record naming this instance is
+	// only believed while this lease exists.
+	if rt.lease, err = liveroot.HoldLease(ctx, cfg.Conn, rt.js, rt.instance, cfg.ReleaseBound); err != nil {
+		return nil, err
+	}
+	rt.keepLease = lease.OnReconnect(cfg.Conn, 0, rt.holdLeaseAgain)
 
 	questions := cfg.Questions
 	if questions == nil {
@@ -163,19 +182,57 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 // flushTimeout bounds the wait for the server to confirm a subscription.
 const flushTimeout = 10 * time.Second
 
-// Close stops the agents Start runs and waits until they have stopped,
-// then closes the question client the Runtime made. Agents opened with
-// Open and run by the caller must be stopped first. After Close, Start
-// fails.
+// Close stops the agents Start runs and waits until they have stopped
+// (each releases its Session), ends the root lease, then closes the
+// question client the Runtime made. Agents opened with Open and run by the
+// caller must be stopped first. After Close, Start fails. Close on a
+// closed connection leaves the lease to NATS, which ends it within the
+// release bound.
 func (rt *Runtime) Close() {
 	rt.mu.Lock()
 	rt.closed = true
 	rt.mu.Unlock()
 	rt.stopAgents()
 	rt.agents.Wait()
+	if rt.keepLease != nil {
+		rt.keepLease()
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		defer cancel()
+		rt.leaseMu.Lock()
+		defer rt.leaseMu.Unlock()
+		if err := rt.lease.End(ctx); err != nil {
+			rt.log.Warn("end the root lease; NATS ends it within the release bound", "lease", rt.lease.Name(), ops.Err(err))
+		}
+	}
 	if rt.close != nil {
 		rt.close()
 	}
+}
+
+// holdLeaseAgain runs after every reconnect. A disconnect longer than the
+// release bound ended the root lease, so the Sessions this instance runs
+// look lost and an answer may resume them elsewhere, fencing them out
+// here; until that happens they are still served, and holding the lease
+// again makes them alive once more.
+func (rt *Runtime) holdLeaseAgain(ctx context.Context) {
+	rt.leaseMu.Lock()
+	defer rt.leaseMu.Unlock()
+	alive, err := rt.lease.Alive(ctx)
+	switch {
+	case err != nil:
+		rt.log.Warn("check the root lease after a reconnect", "lease", rt.lease.Name(), ops.Err(err))
+		return
+	case alive:
+		return
+	}
+	rt.log.Warn("the root lease ended while cut off from NATS; holding it again", "lease", rt.lease.Name())
+	rt.lease.Drop()
+	l, err := liveroot.HoldLease(ctx, rt.nc, rt.js, rt.instance, rt.cfg.ReleaseBound)
+	if err != nil {
+		rt.log.Error("hold the root lease again; an answer will resume this instance's Sessions elsewhere", "lease", rt.lease.Name(), ops.Err(err))
+		return
+	}
+	rt.lease = l
 }
 
 // Instance is the process's instance id in the live-root registry.
@@ -317,10 +374,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		// Without it the registry would name a root that no longer runs,
 		// and an answer would not resume the Session. Releasing a
 		// registration that is no longer current changes nothing.
+		if a.rt.nc.IsClosed() {
+			a.log.Debug("connection closed; the root lease ends within the release bound instead of a release")
+			return
+		}
 		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 		defer cancel()
-		if err := a.rt.roots.Release(release, a.sid, a.ref); err != nil {
-			a.log.Warn("release the live root", "err", err)
+		if err := a.rt.roots.Release(release, a.sid, a.ref); err != nil && !a.rt.nc.IsClosed() {
+			a.log.Warn("release the live root", ops.Err(err))
 		}
 	}()
 	for {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,7 +42,10 @@ type Config struct {
 	Ask      askuser.Config
 	System   string
 	Instance string
-	Logger   *slog.Logger
+	// ReleaseBound is how long the runtime's root lease outlives its
+	// connection: how soon an answer notices the process died (D7).
+	ReleaseBound time.Duration
+	Logger       *slog.Logger
 }
 
 // ReadScript reads a scripted model's file.
@@ -66,7 +70,7 @@ func Component(nc *nats.Conn, cfg Config) (ops.Component, error) {
 	}
 	rcfg := runtime.Config{
 		Conn: nc, Model: root, ChildModel: child, System: cfg.System,
-		Ask: cfg.Ask, Instance: cfg.Instance, Logger: cfg.Logger,
+		Ask: cfg.Ask, Instance: cfg.Instance, ReleaseBound: cfg.ReleaseBound, Logger: cfg.Logger,
 		Session: cfg.Session, Prompt: cfg.Prompt,
 	}
 	return ops.Component{Name: "agent", Run: func(ctx context.Context) error {
