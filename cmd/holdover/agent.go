@@ -8,6 +8,7 @@ import (
 
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/cmd/internal/agentproc"
+	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/runtime/model/openai"
 )
@@ -37,6 +38,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Ask.Mode, "ask-mode", askuser.ModeLegacy, "ask_user_question mode: legacy (blocking) or timed")
 	fs.Int64Var(&cfg.Ask.DefaultTimeout, "ask-timeout", askuser.DefaultTimeout, "default timeout in seconds of a timed question (-1 waits until answered)")
 	fs.StringVar(&cfg.System, "system", "", "system prompt")
+	fs.DurationVar(&cfg.ReleaseBound, "release-bound", lease.DefaultReleaseBound,
+		"how long the root lease outlives this process's connection: how soon an answer resumes its Sessions elsewhere after it dies (D7)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
