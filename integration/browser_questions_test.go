@@ -512,7 +512,8 @@ func TestBrowserDiscardingAQueuedReplyRestoresTheAnswerAction(t *testing.T) {
 	w.clock.Advance(10 * time.Minute) // the next step admits the second reply
 	p.waitFor("the reply node", browserExpandAll(`document.querySelectorAll(".row.reply").length === 1`))
 	p.waitFor("the answered row", browserExpandAll(browserText(`.question-row .state-label`)+` === "1/1 answered"`))
-	p.click(`.question-row .action-view`)
-	p.waitFor("the recorded answer", browserText(`.question-row .answers`)+`?.includes("Postgres")`)
+	// The ended Turn may fold again on the next render: unfold and open the answers on each look.
+	p.waitFor("the recorded answer", browserExpandAll(`(document.querySelector(".question-row .action-view[aria-expanded='false']")?.click(), `+
+		browserText(`.question-row .answers`)+`?.includes("Postgres"))`))
 	p.shot("answered-after-discard")
 }
