@@ -6,15 +6,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/inbox"
+	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // DefaultResumeTimeout bounds the wait for a runtime to take a resume
@@ -36,6 +39,8 @@ type durable struct {
 
 	outcomes *prometheus.CounterVec
 	resumes  *prometheus.CounterVec
+	roots    *leases.Watcher // the root leases of Sessions with a queued reply
+	recheck  func()          // stops looking root leases up after reconnects
 
 	background sync.WaitGroup // the Tracker and resume requests
 }
@@ -54,8 +59,9 @@ func newDurable(s *Service) *durable {
 		}, "outcome"),
 		resumes: counterVec(s.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "resume_requests_total",
-			Help: "Resume requests sent for Sessions with no live root after an accepted answer (D7), by result.",
-		}, "result"),
+			Help: "Resume requests sent for Sessions with no live root after an accepted answer (D7), by reason (no_root, root_lost) and result.",
+		}, "reason", "result"),
+		roots: leases.NewWatcher(s.nc, s.js, s.log),
 	}
 	d.tracker = inbox.NewTracker(reservations, s.top.Sessions, log, inbox.TrackerConfig{
 		Logger:  s.log,
@@ -74,6 +80,7 @@ func (d *durable) endpoints() []endpoint {
 // start runs the reservation Tracker until ctx ends, restarting it when
 // its consumer stops on its own.
 func (d *durable) start(ctx context.Context) error {
+	d.recheck = leases.OnReconnect(d.s.nc, 0, d.roots.Recheck)
 	d.background.Go(func() {
 		for {
 			err := d.tracker.Run(ctx)
@@ -91,7 +98,12 @@ func (d *durable) start(ctx context.Context) error {
 	return nil
 }
 
-func (d *durable) stop() { d.background.Wait() }
+func (d *durable) stop() {
+	d.background.Wait()
+	if d.recheck != nil {
+		d.recheck()
+	}
+}
 
 // answer is the late-answer endpoint (D6). Once an answer is queued it
 // makes sure a runtime will read it (D7), outside the answer itself.
@@ -104,7 +116,7 @@ func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 	out, err := d.answerer.Answer(ctx, in)
 	d.count(&out, err)
 	if err == nil && out.Accepted {
-		d.background.Go(func() { d.resumeIfIdle(ctx, in.Session) })
+		d.background.Go(func() { d.resumeIfIdle(ctx, in.Session, in.CallID) })
 	}
 	return out, err
 }
@@ -120,28 +132,88 @@ func (d *durable) count(out *holdover.AnswerResult, err error) {
 	}
 }
 
-// resumeIfIdle asks the runtime pool to resume sid when it has no live
-// root, so the queued reply is read (D7). The reply is durable either
-// way: a failed resume is logged, and the reply waits for the next root.
-func (d *durable) resumeIfIdle(ctx context.Context, sid string) {
-	_, live, err := d.s.roots.Lookup(ctx, sid)
-	switch {
-	case err != nil:
-		d.s.log.Warn("look up live root after an answer", "session", sid, "err", err)
-		return
-	case live:
-		return
+// resumeIfIdle makes sure a runtime reads the reply queued for (sid,
+// callID) (D7). When the registry names no live root, or the root it
+// names has lost its root lease (the instance died without releasing), it
+// asks the runtime pool to resume the Session. A live root reads the reply
+// itself, unless it dies first: its lease is followed until the reply
+// leaves the inbox, and a root that ends before then is resumed from. The
+// reply is durable either way: a failed resume is logged, and the reply
+// waits for the next root.
+func (d *durable) resumeIfIdle(ctx context.Context, sid, callID string) {
+	for {
+		rec, state, err := d.s.roots.Root(ctx, sid, liveroot.Leases(d.s.js))
+		if err != nil {
+			d.s.log.Warn("look up live root after an answer", "session", sid, ops.Err(err))
+			return
+		}
+		if state != liveroot.Alive {
+			d.resume(ctx, sid, state, rec)
+			return
+		}
+		if !d.outlivedBy(ctx, sid, callID, rec.Instance) {
+			return
+		}
 	}
+}
+
+// outlivedBy follows the root lease of instance until the reply to (sid,
+// callID) leaves the inbox (its reservation is released, D8) or ctx ends,
+// and reports whether the lease ended first.
+func (d *durable) outlivedBy(ctx context.Context, sid, callID, instance string) bool {
+	key, err := streams.ReservationKey(sid, callID)
+	if err != nil {
+		return false // the answer was accepted under this id: cannot happen
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reservation, err := d.s.top.Reservations.Watch(ctx, key)
+	if err != nil {
+		d.s.log.Warn("watch a queued reply; a root that dies before reading it is not resumed from", "session", sid, "call", callID, ops.Err(err))
+		return false
+	}
+	defer func() { _ = reservation.Stop() }()
+	lost, unwatch := d.roots.Watch(ctx, liveroot.LeaseName(instance))
+	defer unwatch()
+	held := false // the watch first delivers the stored value, then nil
+	for {
+		select {
+		case <-lost:
+			// The reply may have left just before: then nothing waits.
+			_, err := d.s.top.Reservations.Get(ctx, key)
+			return !errors.Is(err, jetstream.ErrKeyNotFound)
+		case <-ctx.Done():
+			return false
+		case e, ok := <-reservation.Updates():
+			switch {
+			case !ok:
+				return false
+			case e == nil && !held, e != nil && e.Operation() != jetstream.KeyValuePut:
+				return false // admitted, discarded or dropped: nothing left to read
+			case e != nil:
+				held = true
+			}
+		}
+	}
+}
+
+// resume asks the runtime pool to bring sid back; state says why: no root,
+// or a root that was lost (rec names it).
+func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, rec liveroot.Record) {
 	ctx, cancel := context.WithTimeout(ctx, d.s.cfg.resumeTimeout())
 	defer cancel()
+	log := d.s.log.With("session", sid, "reason", string(state))
+	if state == liveroot.RootLost {
+		log = log.With("lost", rec.Instance, "epoch", rec.Epoch)
+	}
 	instance, err := liveroot.RequestResume(ctx, d.s.nc, sid)
 	if err != nil {
-		d.resumes.WithLabelValues(string(holdover.Wire(err).Code)).Inc()
-		d.s.log.Warn("resume session for a queued reply", "session", sid, "err", err)
+		d.resumes.WithLabelValues(string(state), string(holdover.Wire(err).Code)).Inc()
+		log.Warn("resume session for a queued reply", ops.Err(err))
 		return
 	}
-	d.resumes.WithLabelValues("resumed").Inc()
-	d.s.log.Info("resumed session for a queued reply", "session", sid, "instance", instance)
+	d.resumes.WithLabelValues(string(state), "resumed").Inc()
+	log.Info("resumed session for a queued reply", "instance", instance)
 }
 
 // counterVec registers a counter vector on m, or returns the one already

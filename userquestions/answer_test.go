@@ -3,15 +3,19 @@ package userquestions_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/sessionlog"
@@ -165,14 +169,92 @@ func TestViewIsCaughtUp(t *testing.T) {
 	require.Equal(t, "continued", string(v.Active[0].Status))
 }
 
-// D7: an accepted answer for a Session with no live root asks the runtime
-// pool to resume it; one with a live root is left alone. Either way the
-// reply is already queued: the resume is not part of the answer.
+// D7: an accepted answer asks the runtime pool to resume its Session when
+// the registry names no live root, or a root whose root lease is gone (a
+// runtime that died without releasing); one whose root holds its lease is
+// left alone. Either way the reply is already queued: the resume is not
+// part of the answer.
 func TestD7AnswerWithoutLiveRootRequestsResume(t *testing.T) {
 	r := startDurable(t)
 	ctx := ctx10(t)
+	resumed := r.servePool(t)
+
+	qs := steertest.Questions("q1")
+	for _, sid := range []string{"idle", "busy", "lost"} {
+		steertest.NewSession(t, r.log, sid).Continued("call-1", qs)
+	}
+	r.liveRoot(t, "busy", "runtime-a")
+	_, err := r.svc.Roots().Register(ctx, "lost", "runtime-gone") // its lease is gone
+	require.NoError(t, err)
+
+	for _, sid := range []string{"busy", "idle", "lost"} {
+		res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: sid, CallID: "call-1", Answers: steertest.Choose(qs)})
+		require.NoError(t, err)
+		require.True(t, res.Accepted)
+	}
+	require.ElementsMatch(t, []string{"idle", "lost"}, []string{r.resumed(t, resumed), r.resumed(t, resumed)})
+	r.svc.Stop() // waits for every resume the service started
+	require.Empty(t, resumed, "a Session whose root holds its lease is not resumed")
+	require.Equal(t, 1.0, counter(t, r.metrics, "holdover_answers_resume_requests_total", "no_root"))
+	require.Equal(t, 1.0, counter(t, r.metrics, "holdover_answers_resume_requests_total", "root_lost"))
+	for _, sid := range []string{"idle", "lost"} {
+		rec, live, err := r.svc.Roots().Lookup(ctx, sid)
+		require.NoError(t, err)
+		require.True(t, live)
+		require.Equal(t, "runtime-new", rec.Instance)
+	}
+}
+
+// D7: a root that holds its lease when the answer comes is followed until
+// the reply leaves the inbox. If its lease ends first (the runtime died
+// before reading it), the Session is resumed; once the reply has been
+// admitted, the root's end resumes nothing.
+func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
+	r := startDurable(t)
+	ctx := ctx10(t)
+	resumed := r.servePool(t)
+	qs := steertest.Questions("q1")
+	dies := steertest.NewSession(t, r.log, "dies")
+	dies.Continued("call-1", qs)
+	reads := steertest.NewSession(t, r.log, "reads")
+	reads.Continued("call-1", qs)
+	diesRoot := r.liveRoot(t, "dies", "runtime-a")
+	readsRoot := r.liveRoot(t, "reads", "runtime-b")
+
+	for _, sid := range []string{"dies", "reads"} {
+		res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: sid, CallID: "call-1", Answers: steertest.Choose(qs)})
+		require.NoError(t, err)
+		require.True(t, res.Accepted)
+	}
+	// runtime-b reads its reply: spliced, claimed and admitted (D8).
+	subject, err := streams.InboxSubject("reads")
+	require.NoError(t, err)
+	raw, err := r.env.Topology.Inbox.GetLastMsgForSubject(ctx, subject)
+	require.NoError(t, err)
+	reply, err := inbox.Decode(raw.Data)
+	require.NoError(t, err)
+	reads.Splice(reply, raw.Sequence)
+	reads.Claim(reply.ID)
+	reads.Admit(reply)
+	require.Eventually(t, func() bool {
+		key, _ := streams.ReservationKey("reads", "call-1")
+		_, err := r.env.Topology.Reservations.Get(ctx, key)
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	}, 10*time.Second, 5*time.Millisecond, "the admitted reply's reservation is released")
+	require.NoError(t, readsRoot.End(ctx))
+	require.NoError(t, diesRoot.End(ctx)) // as NATS does the release bound after a SIGKILL
+
+	require.Equal(t, "dies", r.resumed(t, resumed))
+	r.svc.Stop()
+	require.Empty(t, resumed, "a root that read the reply is not resumed from")
+	require.Equal(t, 1.0, counter(t, r.metrics, "holdover_answers_resume_requests_total", "root_lost"))
+}
+
+// servePool answers resume requests as a pool runtime does: it registers
+// the Session as runtime-new, and says which Session it took.
+func (r *durableRig) servePool(t *testing.T) <-chan string {
 	resumed := make(chan string, 4)
-	sub, err := liveroot.ServeResume(ctx, r.env.Conn, func(ctx context.Context, sid string) (string, error) {
+	sub, err := liveroot.ServeResume(context.Background(), r.env.Conn, func(ctx context.Context, sid string) (string, error) {
 		_, err := r.svc.Roots().Register(ctx, sid, "runtime-new")
 		resumed <- sid
 		return "runtime-new", err
@@ -180,33 +262,29 @@ func TestD7AnswerWithoutLiveRootRequestsResume(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	require.NoError(t, r.env.Conn.Flush())
+	return resumed
+}
 
-	qs := steertest.Questions("q1")
-	steertest.NewSession(t, r.log, "idle").Continued("call-1", qs)
-	steertest.NewSession(t, r.log, "busy").Continued("call-1", qs)
-	_, err = r.svc.Roots().Register(ctx, "busy", "runtime-a")
+// liveRoot registers instance as sid's root and holds its root lease, as
+// a running runtime does.
+func (r *durableRig) liveRoot(t *testing.T, sid, instance string) *lease.Lease {
+	ctx := context.Background()
+	l, err := liveroot.HoldLease(ctx, r.env.Conn, r.env.JS, instance, lease.MinReleaseBound)
 	require.NoError(t, err)
+	_, err = r.svc.Roots().Register(ctx, sid, instance)
+	require.NoError(t, err)
+	return l
+}
 
-	for _, sid := range []string{"busy", "idle"} {
-		res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: sid, CallID: "call-1", Answers: steertest.Choose(qs)})
-		require.NoError(t, err)
-		require.True(t, res.Accepted)
-	}
+func (r *durableRig) resumed(t *testing.T, resumed <-chan string) string {
+	t.Helper()
 	select {
 	case sid := <-resumed:
-		require.Equal(t, "idle", sid)
-	case <-ctx.Done():
-		t.Fatal("no resume request for the Session without a live root")
+		return sid
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resume request")
+		return ""
 	}
-	r.svc.Stop() // waits for every resume the service started
-	require.Empty(t, resumed, "a Session with a live root is not resumed")
-	// One resume was sent; Stop may have ended the wait for its reply.
-	sent := counter(t, r.metrics, "holdover_answers_resume_requests_total", "resumed") +
-		counter(t, r.metrics, "holdover_answers_resume_requests_total", string(holdover.CodeInternal))
-	require.Equal(t, 1.0, sent)
-	_, live, err := r.svc.Roots().Lookup(ctx, "idle")
-	require.NoError(t, err)
-	require.True(t, live)
 }
 
 // A stopped service answers nothing; the client says so with a code.
