@@ -357,6 +357,7 @@ func (rt *Runtime) ServePool(ctx context.Context) (stop func(), err error) {
 		_ = sub.Unsubscribe()
 		return nil, holdover.Newf(holdover.CodeInternal, "join the resume pool: %v", err)
 	}
+	rt.log.Info("joined the resume pool", "subject", streams.ResumeSubject, "lease", liveroot.LeaseName(rt.instance))
 	leave := context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
 	return func() {
 		leave()
