@@ -80,9 +80,9 @@ on late answer say Switching to {answers} for {callId}.`)
 // accepted all the same and waits durably in the Session inbox, holding
 // the call's reservation (D8). Until an agent serves the Session again it
 // stays there: `holdover agent --session` repairs the interrupted work and
-// admits the reply. (A pool-only process would not take the Session: the
-// live-root registry has no liveness of its own, so it still names the
-// killed process and the worker sends no resume request, D7.)
+// admits the reply. (The killed process was the only pool process, so the
+// resume request the worker sends once its root lease ends finds no
+// runtime, D7; restart_pool_test.go has another pool process take it.)
 func TestRestartAnswerWaitsInTheInboxUntilTheAgentIsBack(t *testing.T) {
 	t.Parallel()
 	w := newRestartWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 1
