@@ -372,9 +372,10 @@ func (rt *Runtime) ServePool(ctx context.Context) (stop func(), err error) {
 // live root, so the next answer for the Session resumes it in the pool (D7).
 func (a *Agent) Run(ctx context.Context) error {
 	defer func() {
-		// Without it the registry would name a root that no longer runs,
-		// and an answer would not resume the Session. Releasing a
-		// registration that is no longer current changes nothing.
+		// Without it the registry would name a root that no longer runs
+		// until the root lease ends with Close or the connection; with it
+		// an answer resumes the Session at once. Releasing a registration
+		// that is no longer current changes nothing.
 		if a.rt.nc.IsClosed() {
 			a.log.Debug("connection closed; the root lease ends within the release bound instead of a release")
 			return
