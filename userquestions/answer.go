@@ -32,10 +32,11 @@ const trackerRestartDelay = time.Second
 // endpoints (D6), the reply reservations (D8), and resuming a Session
 // that has no live root once an answer for it is queued (D7).
 type durable struct {
-	s        *Service
-	views    *projection.Store
-	answerer *steer.Answerer
-	tracker  *inbox.Tracker
+	s            *Service
+	views        *projection.Store
+	reservations *inbox.Reservations
+	answerer     *steer.Answerer
+	tracker      *inbox.Tracker
 
 	outcomes *prometheus.CounterVec
 	resumes  *prometheus.CounterVec
@@ -50,9 +51,10 @@ func newDurable(s *Service) *durable {
 	reservations := inbox.NewReservations(s.top.Reservations, log)
 	views := projection.NewStore(s.js, s.top.Sessions, s.top.Questions)
 	d := &durable{
-		s:        s,
-		views:    views,
-		answerer: steer.New(views, reservations, s.js),
+		s:            s,
+		views:        views,
+		reservations: reservations,
+		answerer:     steer.New(views, reservations, s.js),
 		outcomes: counterVec(s.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "total",
 			Help: "Late answers (D6) by outcome: accepted, not_answerable, or the error code.",
@@ -179,9 +181,10 @@ func (d *durable) outlivedBy(ctx context.Context, sid, callID, instance string) 
 	for {
 		select {
 		case <-lost:
-			// The reply may have left just before: then nothing waits.
-			_, err := d.s.top.Reservations.Get(ctx, key)
-			return !errors.Is(err, jetstream.ErrKeyNotFound)
+			// The reply may have been read just before, and the Tracker
+			// not have caught up yet: Held reads the log as well.
+			_, held, err := d.reservations.Held(ctx, sid, callID)
+			return err != nil || held
 		case <-ctx.Done():
 			return false
 		case e, ok := <-reservation.Updates():

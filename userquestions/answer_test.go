@@ -3,12 +3,10 @@ package userquestions_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/stretchr/testify/require"
 
@@ -236,11 +234,9 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 	reads.Splice(reply, raw.Sequence)
 	reads.Claim(reply.ID)
 	reads.Admit(reply)
-	require.Eventually(t, func() bool {
-		key, _ := streams.ReservationKey("reads", "call-1")
-		_, err := r.env.Topology.Reservations.Get(ctx, key)
-		return errors.Is(err, jetstream.ErrKeyNotFound)
-	}, 10*time.Second, 5*time.Millisecond, "the admitted reply's reservation is released")
+	_, held, err := inbox.NewReservations(r.env.Topology.Reservations, r.log).Held(ctx, "reads", "call-1")
+	require.NoError(t, err)
+	require.False(t, held, "the admitted reply's reservation is released")
 	require.NoError(t, readsRoot.End(ctx))
 	require.NoError(t, diesRoot.End(ctx)) // as NATS does the release bound after a SIGKILL
 
