@@ -38,10 +38,10 @@ type durable struct {
 	answerer     *steer.Answerer
 	tracker      *inbox.Tracker
 
-	outcomes *prometheus.CounterVec
-	resumes  *prometheus.CounterVec
-	roots    *leases.Watcher // the root leases of Sessions with a queued reply
-	recheck  func()          // stops looking root leases up after reconnects
+	outcomes   *prometheus.CounterVec
+	resumes    *prometheus.CounterVec
+	rootLeases *leases.Watcher // the root leases of Sessions with a queued reply
+	recheck    func()          // stops looking root leases up after reconnects
 
 	background sync.WaitGroup // the Tracker and resume requests
 }
@@ -63,7 +63,7 @@ func newDurable(s *Service) *durable {
 			Namespace: "holdover", Subsystem: "answers", Name: "resume_requests_total",
 			Help: "Resume requests sent for Sessions with no live root after an accepted answer (D7), by reason (no_root, root_lost) and result.",
 		}, "reason", "result"),
-		roots: leases.NewWatcher(s.nc, s.js, s.log),
+		rootLeases: leases.NewWatcher(s.nc, s.js, s.log),
 	}
 	d.tracker = inbox.NewTracker(reservations, s.top.Sessions, log, inbox.TrackerConfig{
 		Logger:  s.log,
@@ -82,7 +82,7 @@ func (d *durable) endpoints() []endpoint {
 // start runs the reservation Tracker until ctx ends, restarting it when
 // its consumer stops on its own.
 func (d *durable) start(ctx context.Context) error {
-	d.recheck = leases.OnReconnect(d.s.nc, 0, d.roots.Recheck)
+	d.recheck = leases.OnReconnect(d.s.nc, 0, d.rootLeases.Recheck)
 	d.background.Go(func() {
 		for {
 			err := d.tracker.Run(ctx)
@@ -175,7 +175,7 @@ func (d *durable) outlivedBy(ctx context.Context, sid, callID, instance string) 
 		return false
 	}
 	defer func() { _ = reservation.Stop() }()
-	lost, unwatch := d.roots.Watch(ctx, liveroot.LeaseName(instance))
+	lost, unwatch := d.rootLeases.Watch(ctx, liveroot.LeaseName(instance))
 	defer unwatch()
 	held := false // the watch first delivers the stored value, then nil
 	for {
