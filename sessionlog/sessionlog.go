@@ -102,31 +102,52 @@ func (l *Log) Read(ctx context.Context, sid string, after uint64) (evts []events
 	if err != nil {
 		return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
 	}
-	for {
-		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
-		}
+	for retries := 0; ; {
 		n := 0
-		for m := range batch.Messages() {
-			n++
-			e, seq, derr := DecodeMsg(m)
-			if derr != nil {
-				bad = append(bad, BadEvent{Seq: seq, Err: derr})
-			} else {
-				evts = append(evts, e)
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+		if err == nil {
+			for m := range batch.Messages() {
+				n++
+				e, seq, derr := DecodeMsg(m)
+				if derr != nil {
+					bad = append(bad, BadEvent{Seq: seq, Err: derr})
+				} else {
+					evts = append(evts, e)
+				}
+				if seq >= last {
+					return evts, bad, nil
+				}
 			}
-			if seq >= last {
-				return evts, bad, nil
-			}
+			err = batch.Error()
 		}
-		if err := batch.Error(); err != nil {
+		switch {
+		case err == nil && n == 0:
+			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: no event arrived before seq %d", sid, last)
+		case err == nil:
+			continue
+		case !transient(err) || retries == maxFetchRetries:
 			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
 		}
-		if n == 0 {
-			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: no event arrived before seq %d", sid, last)
+		// The next Fetch recreates the consumer after the last event read.
+		retries++
+		select {
+		case <-time.After(fetchRetryDelay << retries):
+		case <-ctx.Done():
+			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, context.Cause(ctx))
 		}
 	}
+}
+
+// A fetch can meet no responders while its consumer moves to another
+// server (a cluster node stopped, a leader elected); Read then fetches
+// again up to maxFetchRetries times, waiting 2×, 4×, … fetchRetryDelay.
+const (
+	maxFetchRetries = 5
+	fetchRetryDelay = 50 * time.Millisecond
+)
+
+func transient(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders)
 }
 
 // BadEvent is a stored message that does not decode as an event.
