@@ -34,7 +34,11 @@ type gatedDialer struct {
 	mu     sync.Mutex
 	dialed bool
 	gate   chan struct{}
+	opened sync.Once
 }
+
+// open lets every later dial through.
+func (d *gatedDialer) open() { d.opened.Do(func() { close(d.gate) }) }
 
 func (d *gatedDialer) Dial(network, address string) (net.Conn, error) {
 	d.mu.Lock()
@@ -56,6 +60,7 @@ func newCacheWorld(t *testing.T) *cacheWorld {
 	cache := NewCache(New(kv), nc, slog.New(slog.DiscardHandler))
 	require.NoError(t, cache.Start(context.Background()))
 	t.Cleanup(cache.Stop)
+	t.Cleanup(dial.open) // runs first: a test that fails while cut off must not hang its cleanup
 	return &cacheWorld{t: t, env: env, reg: New(env.Topology.Roots), cache: cache, nc: nc, dial: dial}
 }
 
@@ -70,6 +75,15 @@ func (w *cacheWorld) delivered(sid string, epoch uint64, live bool) {
 		}
 		return ok && rec.Epoch == epoch
 	}, 10*time.Second, time.Millisecond, "the watch delivers %s epoch %d", sid, epoch)
+}
+
+func await(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting until " + what)
+	}
 }
 
 func ref(instance string, epoch uint64) holdover.AgentRef {
@@ -137,20 +151,20 @@ func TestM9CacheWatchesAgainAfterAReconnect(t *testing.T) {
 	require.NoError(t, err)
 	w.delivered("s1", e1, true)
 
+	disconnected := make(chan struct{}, 1)
 	reconnected := make(chan struct{}, 1)
+	w.nc.SetDisconnectErrHandler(func(*nats.Conn, error) { disconnected <- struct{}{} })
 	w.nc.SetReconnectHandler(func(*nats.Conn) { reconnected <- struct{}{} })
 	cid, err := w.nc.GetClientID()
 	require.NoError(t, err)
 	require.NoError(t, w.env.Server.DisconnectClientByID(cid))
+	await(t, disconnected, "the worker's connection noticed it was cut off")
+	// The gate holds the reconnect, so the takeover happens while the
+	// worker is surely cut off.
 	e2, err := w.reg.Register(ctx, "s1", "runtime-b")
 	require.NoError(t, err)
-	require.False(t, w.nc.IsConnected(), "the takeover happens while the worker is cut off")
-	close(w.dial.gate)
-	select {
-	case <-reconnected:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the worker's connection did not reconnect")
-	}
+	w.dial.open()
+	await(t, reconnected, "the worker's connection reconnected")
 	// Whether or not the watch has started again, the old record is unused.
 	require.False(t, w.cache.Holds("s1", ref("runtime-a", e1)))
 	w.delivered("s1", e2, true)
