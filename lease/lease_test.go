@@ -144,11 +144,7 @@ func TestALeaseIsHeldAgainUnderItsName(t *testing.T) {
 
 func requireLost(t *testing.T, lost <-chan struct{}, what string) {
 	t.Helper()
-	select {
-	case <-lost:
-	case <-time.After(patience):
-		t.Fatalf("%s was never seen gone", what)
-	}
+	await(t, lost, what+" seen gone")
 }
 
 func TestBoundHasADefaultAndAFloor(t *testing.T) {

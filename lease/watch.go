@@ -23,14 +23,27 @@ type Watcher struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
+	keep    bool // see KeepWatching
 	watched map[string]*watched
 }
 
+// A WatcherOption changes how a [Watcher] treats its leases.
+type WatcherOption func(*Watcher)
+
+// KeepWatching keeps a lease known alive watched after its last user
+// leaves, until it ends or the watcher is closed, so a later Watch of it
+// costs no lookup. It suits leases that are few and watched again and
+// again, as a caller watches the lease of the worker that owns each of its
+// waits: the lookup would otherwise delay every call. A kept lease that
+// ends is forgotten, so what is kept follows the leases alive.
+func KeepWatching(w *Watcher) { w.keep = true }
+
 type watched struct {
-	refs int
-	sub  *nats.Subscription
-	lost chan struct{}
-	once sync.Once
+	refs  int
+	sub   *nats.Subscription
+	alive bool // a lookup found it; only such a lease is kept
+	lost  chan struct{}
+	once  sync.Once
 }
 
 func (w *watched) end() { w.once.Do(func() { close(w.lost) }) }
@@ -45,9 +58,13 @@ func (w *watched) ended() bool {
 }
 
 // NewWatcher returns a watcher of leases on nc. Run its Recheck after every
-// reconnect ([OnReconnect]).
-func NewWatcher(nc *nats.Conn, js jetstream.JetStream, log *slog.Logger) *Watcher {
-	return &Watcher{nc: nc, js: js, log: log, watched: make(map[string]*watched)}
+// reconnect ([OnReconnect]), and Close it when done.
+func NewWatcher(nc *nats.Conn, js jetstream.JetStream, log *slog.Logger, opts ...WatcherOption) *Watcher {
+	w := &Watcher{nc: nc, js: js, log: log, watched: make(map[string]*watched)}
+	for _, opt := range opts {
+		opt(w)
+	}
+	return w
 }
 
 // Watch returns a channel that is closed once the lease named name is
@@ -65,7 +82,7 @@ func (w *Watcher) Watch(ctx context.Context, name string) (<-chan struct{}, func
 	w.watched[name] = wl
 	w.mu.Unlock()
 
-	sub, err := w.nc.Subscribe(DeletedSubject(name), func(*nats.Msg) { wl.end() })
+	sub, err := w.nc.Subscribe(DeletedSubject(name), func(*nats.Msg) { w.lose(name, wl) })
 	if err != nil {
 		w.log.Warn("watch lease", "lease", name, ops.Err(err))
 	}
@@ -87,13 +104,32 @@ func (w *Watcher) unwatch(name string, wl *watched) func() {
 			if wl.refs--; wl.refs > 0 {
 				return
 			}
-			if w.watched[name] == wl {
-				delete(w.watched, name)
+			if w.keep && wl.alive && wl.sub != nil && !wl.ended() {
+				return // kept for the next Watch; lose forgets it
 			}
-			if wl.sub != nil {
-				_ = wl.sub.Unsubscribe()
-			}
+			w.forget(name, wl)
 		})
+	}
+}
+
+// lose ends wl and forgets it once nobody uses it: a kept lease that ends
+// is dropped here, one still in use when its last user leaves.
+func (w *Watcher) lose(name string, wl *watched) {
+	wl.end()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wl.refs == 0 {
+		w.forget(name, wl)
+	}
+}
+
+// forget stops watching wl; w.mu is held. Forgetting twice is harmless.
+func (w *Watcher) forget(name string, wl *watched) {
+	if w.watched[name] == wl {
+		delete(w.watched, name)
+	}
+	if wl.sub != nil {
+		_ = wl.sub.Unsubscribe()
 	}
 }
 
@@ -104,12 +140,30 @@ func (w *Watcher) check(ctx context.Context, name string, wl *watched) {
 		// Undecided: the next reconnect or periodic check decides.
 		w.log.Warn("check lease", "lease", name, ops.Err(err))
 	case !alive:
-		wl.end()
+		w.lose(name, wl)
+	default:
+		w.mu.Lock()
+		wl.alive = true
+		w.mu.Unlock()
 	}
 }
 
-// Recheck looks every watched lease up again. Run it after a reconnect:
-// advisories published while this process was cut off never arrive.
+// Close stops keeping leases: those nobody uses are forgotten now, the
+// rest as their last user leaves.
+func (w *Watcher) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.keep = false
+	for name, wl := range w.watched {
+		if wl.refs == 0 {
+			w.forget(name, wl)
+		}
+	}
+}
+
+// Recheck looks every watched lease up again, kept ones too. Run it after
+// a reconnect: advisories published while this process was cut off never
+// arrive.
 func (w *Watcher) Recheck(ctx context.Context) {
 	w.mu.Lock()
 	all := make(map[string]*watched, len(w.watched))
