@@ -182,6 +182,7 @@ func (c *Client) Close() {
 	cs.mu.Unlock()
 	cs.stop()
 	_ = cs.mux.Unsubscribe()
+	cs.owners.Close()
 	for _, pc := range calls {
 		pc.end(holdover.New(holdover.CodeAskAborted, "the client was closed before the question was answered"))
 	}
@@ -221,7 +222,10 @@ func (c *Client) setup(ctx context.Context) (*callerSide, error) {
 		_ = cs.mux.Unsubscribe()
 		return nil, err
 	}
-	cs.owners = leases.NewWatcher(c.nc, js, cs.log)
+	// A caller's calls go to a few workers again and again: their leases
+	// stay watched between calls, so the accepted frame costs no lookup
+	// and the reply behind it waits for none.
+	cs.owners = leases.NewWatcher(c.nc, js, cs.log, leases.KeepWatching)
 	cs.stop = onReconnect(c.nc, 0, cs.resync)
 	cs.ready = true
 	return cs, nil
