@@ -459,9 +459,19 @@ func (c *conn) closeSocket() {
 // that outlasts Limits.WriteTimeout (a Client that stopped reading while
 // little is sent to it) ends the connection. A context per frame did the
 // same at a sixth of the writer's time under a burst of requests.
+//
+// Writes run under a context only that timer ends, not the connection's:
+// the websocket library drops the socket without a close frame when a
+// write's context ends, so a shutdown during a write would otherwise cut
+// the Client off without "going away".
 func (c *conn) writeLoop() {
 	defer close(c.wrote)
-	stuck := time.AfterFunc(c.s.lim.WriteTimeout, func() { c.abort(websocket.StatusGoingAway, "write timed out") })
+	writes, cut := context.WithCancel(context.Background())
+	defer cut()
+	stuck := time.AfterFunc(c.s.lim.WriteTimeout, func() {
+		c.abort(websocket.StatusGoingAway, "write timed out")
+		cut()
+	})
 	stuck.Stop()
 	defer stuck.Stop()
 	for {
@@ -472,7 +482,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 			stuck.Reset(c.s.lim.WriteTimeout)
-			err := c.ws.Write(c.ctx, websocket.MessageText, frame)
+			err := c.ws.Write(writes, websocket.MessageText, frame)
 			stuck.Stop()
 			if err != nil {
 				c.abort(websocket.StatusGoingAway, "write failed")
