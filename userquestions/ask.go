@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/holdover-dev/holdover"
+	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/waiter"
@@ -145,7 +146,7 @@ type foreground struct {
 	leaseMu   sync.Mutex     // serialises re-holding the lease
 
 	mu        sync.Mutex
-	lease     *lease
+	lease     *leases.Lease
 	stopping  bool
 	seq       uint64
 	byRequest map[string]*liveWait
@@ -188,10 +189,10 @@ func newForeground(s *Service) *foreground {
 		s:         s,
 		reg:       waiter.NewRegistry(clock),
 		roots:     liveroot.NewCache(s.roots, s.nc, s.log),
-		bound:     releaseBound(cfg.ReleaseBound),
+		bound:     leases.Bound(cfg.ReleaseBound),
 		reconcile: every,
 		leaseID:   id,
-		leaseName: leaseName(roleWorker, id),
+		leaseName: leases.Name(roleWorker, id),
 		byRequest: make(map[string]*liveWait),
 		byKey:     make(map[waiter.Key]*liveWait),
 		bySession: make(map[string]map[string]*liveWait),
@@ -212,7 +213,7 @@ func (fg *foreground) endpoints() []endpoint {
 // start holds the worker's lease and subscribes to outcomes, claim
 // advisories and caller control before any request can arrive.
 func (fg *foreground) start(ctx context.Context) error {
-	l, err := holdLease(ctx, fg.nc, fg.js, roleWorker, fg.leaseID, fg.bound)
+	l, err := leases.Hold(ctx, fg.nc, fg.js, roleWorker, fg.leaseID, fg.bound)
 	if err != nil {
 		return err
 	}
@@ -238,7 +239,7 @@ func (fg *foreground) start(ctx context.Context) error {
 		h       nats.MsgHandler
 		keep    **nats.Subscription
 	}{
-		{advisoryPfx + "*." + streams.ClaimsStream + ".*", fg.onAdvisory, &fg.adv},
+		{leases.AdvisoryPrefix + "*." + streams.ClaimsStream + ".*", fg.onAdvisory, &fg.adv},
 		{ownerSubject(fg.leaseName, verbAbort), fg.onAbort, nil},
 		{ownerSubject(fg.leaseName, verbStatus), fg.onStatus, nil},
 	} {
@@ -255,7 +256,7 @@ func (fg *foreground) start(ctx context.Context) error {
 	if err := flush(ctx, fg.nc); err != nil {
 		return fail(err)
 	}
-	fg.stopSync = onReconnect(fg.nc, fg.reconcile, fg.reconcileClaims)
+	fg.stopSync = leases.OnReconnect(fg.nc, fg.reconcile, fg.reconcileClaims)
 	return nil
 }
 
@@ -308,7 +309,7 @@ func (fg *foreground) endLease() {
 	fg.mu.Lock()
 	l := fg.lease
 	fg.mu.Unlock()
-	if err := l.end(ctx); err != nil {
+	if err := l.End(ctx); err != nil {
 		fg.log.Warn("end worker lease", "lease", fg.leaseName, "err", err)
 	}
 }
@@ -719,7 +720,7 @@ func (fg *foreground) onStatus(m *nats.Msg) {
 func (fg *foreground) checkCaller(c callerCheck) {
 	ctx, cancel := context.WithTimeout(context.Background(), fg.bound)
 	defer cancel()
-	alive, err := consumerExists(ctx, fg.js, c.name)
+	alive, err := leases.Exists(ctx, fg.js, c.name)
 	switch {
 	case err != nil:
 		fg.log.Warn("check caller lease", "lease", c.name, "err", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	leases "github.com/holdover-dev/holdover/lease"
 )
 
 // rawTimedAsk sends an askTimed request naming the caller lease, as a Go
@@ -69,22 +70,22 @@ func TestCallerLeaseIsLookedUpUntilKnownAndAgainOnceGone(t *testing.T) {
 	ctx := context.Background()
 	agent := f.live("s1")
 
-	require.Equal(t, holdover.CodeAskAborted, finalCode(t, f.rawTimedAsk(leaseName(roleCaller, "never-held"), "s1", "c0", agent)))
+	require.Equal(t, holdover.CodeAskAborted, finalCode(t, f.rawTimedAsk(leases.Name(roleCaller, "never-held"), "s1", "c0", agent)))
 
 	nc, js := embeddedtest.Connect(t, f.env.Server.ClientURL())
-	l, err := holdLease(ctx, nc, js, roleCaller, nuid.Next(), time.Second)
+	l, err := leases.Hold(ctx, nc, js, roleCaller, nuid.Next(), time.Second)
 	require.NoError(t, err)
-	first := f.rawTimedAsk(l.name, "s1", "c1", agent)
-	require.Eventually(t, func() bool { return f.callerKnown(l.name) }, 10*time.Second, time.Millisecond)
-	second := f.rawTimedAsk(l.name, "s1", "c2", agent) // no look-up: the lease is known
+	first := f.rawTimedAsk(l.Name(), "s1", "c1", agent)
+	require.Eventually(t, func() bool { return f.callerKnown(l.Name()) }, 10*time.Second, time.Millisecond)
+	second := f.rawTimedAsk(l.Name(), "s1", "c2", agent) // no look-up: the lease is known
 	require.Eventually(t, func() bool { return f.svc.LiveWaits() == 2 }, 10*time.Second, time.Millisecond)
 
-	require.NoError(t, l.end(ctx))
+	require.NoError(t, l.End(ctx))
 	require.Equal(t, holdover.CodeAskAborted, finalCode(t, first))
 	require.Equal(t, holdover.CodeAskAborted, finalCode(t, second))
-	require.False(t, f.callerKnown(l.name))
+	require.False(t, f.callerKnown(l.Name()))
 	for i := range 3 {
-		code := finalCode(t, f.rawTimedAsk(l.name, "s1", fmt.Sprintf("late-%d", i), agent))
+		code := finalCode(t, f.rawTimedAsk(l.Name(), "s1", fmt.Sprintf("late-%d", i), agent))
 		require.Equal(t, holdover.CodeAskAborted, code, "a request under the dead lease")
 	}
 	require.Eventually(t, func() bool { return f.svc.LiveWaits() == 0 }, 10*time.Second, time.Millisecond)

@@ -44,7 +44,7 @@ type callerSide struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	log    *slog.Logger
-	lease  *lease
+	lease  *leases.Lease
 	prefix string // reply subjects are prefix + call token
 	mux    *nats.Subscription
 	calls  map[string]*pendingCall
@@ -188,7 +188,7 @@ func (c *Client) Close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultCallTimeout)
 	defer cancel()
-	if err := cs.lease.end(ctx); err != nil {
+	if err := cs.lease.End(ctx); err != nil {
 		cs.log.Warn("end caller lease", "err", err)
 	}
 }
@@ -218,7 +218,7 @@ func (c *Client) setup(ctx context.Context) (*callerSide, error) {
 	if cs.mux, err = c.nc.Subscribe(cs.prefix+"*", cs.onReply); err != nil {
 		return nil, holdover.Newf(holdover.CodeInternal, "subscribe for replies: %v", err)
 	}
-	if cs.lease, err = holdLease(ctx, c.nc, js, roleCaller, "", releaseBound(cs.cfg.ReleaseBound)); err != nil {
+	if cs.lease, err = leases.Hold(ctx, c.nc, js, roleCaller, "", leases.Bound(cs.cfg.ReleaseBound)); err != nil {
 		_ = cs.mux.Unsubscribe()
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func (c *Client) setup(ctx context.Context) (*callerSide, error) {
 	// stay watched between calls, so the accepted frame costs no lookup
 	// and the reply behind it waits for none.
 	cs.owners = leases.NewWatcher(c.nc, js, cs.log, leases.KeepWatching)
-	cs.stop = onReconnect(c.nc, 0, cs.resync)
+	cs.stop = leases.OnReconnect(c.nc, 0, cs.resync)
 	cs.ready = true
 	return cs, nil
 }
@@ -378,7 +378,7 @@ func (cs *callerSide) open() (*pendingCall, string) {
 	}
 	pc := &pendingCall{token: newRequestID(), frames: make(chan *nats.Msg, 2), ended: make(chan struct{})}
 	cs.calls[pc.token] = pc
-	return pc, cs.lease.name
+	return pc, cs.lease.Name()
 }
 
 func (cs *callerSide) forget(pc *pendingCall) {
@@ -409,7 +409,7 @@ func (cs *callerSide) abandon(pc *pendingCall) {
 		go cs.sendAbort(owner, id)
 		return
 	}
-	time.AfterFunc(releaseBound(cs.cfg.ReleaseBound), func() { cs.forget(pc) })
+	time.AfterFunc(leases.Bound(cs.cfg.ReleaseBound), func() { cs.forget(pc) })
 }
 
 // sendAbort tells owner to abort request id, retrying while the owner is
@@ -463,11 +463,11 @@ func (cs *callerSide) resync(ctx context.Context) {
 	own := cs.lease
 	cs.mu.Unlock()
 
-	if alive, err := own.alive(ctx); err == nil && !alive {
+	if alive, err := own.Alive(ctx); err == nil && !alive {
 		for _, pc := range calls {
 			pc.end(holdover.New(holdover.CodeAskAborted, "the agent was cut off from NATS longer than the release bound; its waits were ended"))
 		}
-		l, err := holdLease(ctx, cs.nc, cs.js, roleCaller, "", releaseBound(cs.cfg.ReleaseBound))
+		l, err := leases.Hold(ctx, cs.nc, cs.js, roleCaller, "", leases.Bound(cs.cfg.ReleaseBound))
 		if err != nil {
 			cs.log.Error("hold caller lease again", "err", err)
 			return

@@ -24,7 +24,7 @@ const frameTimeout = 5 * time.Second
 
 // onAdvisory handles $JS.EVENT.ADVISORY.CONSUMER.<ACTION>.CLAIMS.<name>.
 func (fg *foreground) onAdvisory(m *nats.Msg) {
-	rest := strings.TrimPrefix(m.Subject, advisoryPfx)
+	rest := strings.TrimPrefix(m.Subject, leases.AdvisoryPrefix)
 	action, rest, _ := strings.Cut(rest, ".")
 	_, name, _ := strings.Cut(rest, ".")
 	switch action {
@@ -191,11 +191,11 @@ func (fg *foreground) ownerLost(ctx context.Context) {
 
 	fg.log.Warn("worker lease lost; its callers have given its waits up", "lease", fg.leaseName, "waits", len(waits))
 	abandon(waits)
-	if alive, err := old.alive(ctx); err == nil && alive {
+	if alive, err := old.Alive(ctx); err == nil && alive {
 		return // re-held by a concurrent call
 	}
 	old.Drop()
-	l, err := holdLease(ctx, fg.nc, fg.js, roleWorker, fg.leaseID, fg.bound)
+	l, err := leases.Hold(ctx, fg.nc, fg.js, roleWorker, fg.leaseID, fg.bound)
 	if err != nil {
 		fg.log.Error("hold worker lease again", "lease", fg.leaseName, "err", err)
 		return
@@ -219,7 +219,7 @@ func (fg *foreground) reconcileClaims(ctx context.Context) {
 	own := fg.lease
 	fg.mu.Unlock()
 
-	alive, err := own.alive(ctx)
+	alive, err := own.Alive(ctx)
 	if err != nil {
 		fg.log.Warn("reconcile: check worker lease", "err", err)
 		return
@@ -263,7 +263,7 @@ func (fg *foreground) reconcileClaims(ctx context.Context) {
 		// advised after the claim, where it releases.
 		for _, name := range claimsOf[key] {
 			if fg.addClaim(lw, name) {
-				if exists, err := consumerExists(ctx, fg.js, name); err == nil && !exists {
+				if exists, err := leases.Exists(ctx, fg.js, name); err == nil && !exists {
 					fg.releaseClaim(key, name)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/waiter"
 )
 
@@ -84,10 +85,10 @@ func TestReconcileEndsTheWaitsOfAGoneCaller(t *testing.T) {
 	rec.next(t)
 	deafen(t, fg)
 
-	lease := caller.fg.lease.name
+	lease := caller.fg.lease.Name()
 	nc.Close()
 	require.Eventually(t, func() bool {
-		alive, err := consumerExists(context.Background(), fg.js, lease)
+		alive, err := leases.Exists(context.Background(), fg.js, lease)
 		return err == nil && !alive
 	}, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 1, f.svc.LiveWaits(), "nobody told the worker")
@@ -109,7 +110,7 @@ func TestReconcileHoldsALostWorkerLeaseAgain(t *testing.T) {
 	require.NoError(t, ended(t, done), "the caller saw the lease go: pending")
 	fg.reconcileClaims(context.Background())
 	assert.Equal(t, 0, f.svc.LiveWaits())
-	alive, err := consumerExists(context.Background(), fg.js, fg.leaseName)
+	alive, err := leases.Exists(context.Background(), fg.js, fg.leaseName)
 	require.NoError(t, err)
 	assert.True(t, alive)
 }

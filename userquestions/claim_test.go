@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/waiter"
 )
@@ -41,7 +42,7 @@ func TestClaimNamesRefuseWhatCannotBeNamed(t *testing.T) {
 
 func TestLeasesAndForeignConsumersAreNotClaims(t *testing.T) {
 	for _, name := range []string{
-		leaseName(roleWorker, "abc"), leaseName(roleCaller, "abc"),
+		leases.Name(roleWorker, "abc"), leases.Name(roleCaller, "abc"),
 		"claim~s~c", "claim~s~c~id~extra", "claim~a*b~c~id", "claim~s~=!!~id", "other~s~c~id", "", "KV_userQuestions",
 	} {
 		_, ok := parseClaim(name)

@@ -59,12 +59,12 @@ func NewAnswerer(nc *nats.Conn, cfg AnswererConfig) (*Answerer, error) {
 	a := &Answerer{
 		nc:     nc,
 		js:     js,
-		bound:  releaseBound(cfg.ReleaseBound),
+		bound:  leases.Bound(cfg.ReleaseBound),
 		gather: cmpOr(cfg.InflightGather, DefaultInflightGather),
 		log:    log,
 		owners: leases.NewWatcher(nc, js, log),
 	}
-	a.stop = onReconnect(nc, 0, a.owners.Recheck)
+	a.stop = leases.OnReconnect(nc, 0, a.owners.Recheck)
 	return a, nil
 }
 
@@ -320,7 +320,7 @@ func (a *Answerer) Watch(ctx context.Context, sid string, h Handler) (*Watch, er
 		return nil, err
 	}
 	go w.run(reqs)
-	w.stopSync = onReconnect(a.nc, 0, func(context.Context) { w.post(w.resync) })
+	w.stopSync = leases.OnReconnect(a.nc, 0, func(context.Context) { w.post(w.resync) })
 	return w, nil
 }
 
