@@ -6,12 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
@@ -28,25 +23,12 @@ type Store struct {
 	sessions jetstream.Stream
 	kv       jetstream.KeyValue
 	log      *sessionlog.Log
-	nc       *nats.Conn
-	api      string // the JetStream API prefix, with its trailing dot
-	direct   directMux
 }
 
 // NewStore returns the store over the SESSIONS stream and the
 // userQuestions bucket.
 func NewStore(js jetstream.JetStream, sessions jetstream.Stream, questions jetstream.KeyValue) *Store {
-	return &Store{sessions: sessions, kv: questions, log: sessionlog.New(js, sessions), nc: js.Conn(), api: apiPrefix(js.Options())}
-}
-
-func apiPrefix(o jetstream.JetStreamOptions) string {
-	switch {
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		return strings.TrimSuffix(o.APIPrefix, ".") + "."
-	}
-	return jetstream.DefaultAPIPrefix
+	return &Store{sessions: sessions, kv: questions, log: sessionlog.New(js, sessions)}
 }
 
 // Get returns the stored View of Session sid and whether one is stored.
@@ -127,49 +109,31 @@ func (s *Store) load(ctx context.Context, sid string) (entry, error) {
 	case err != nil:
 		return entry{}, holdover.Newf(holdover.CodeInternal, "read %s/%s: %v", streams.QuestionsBucket, sid, err)
 	}
-	return decodeEntry(sid, kve.Value(), kve.Revision()), nil
-}
-
-func decodeEntry(sid string, value []byte, rev uint64) entry {
 	var v View
-	if err := json.Unmarshal(value, &v); err != nil {
-		return entry{view: New(), rev: rev, unreadable: holdover.Newf(holdover.CodeInternal,
-			"%s/%s revision %d is not a projection View: %v", streams.QuestionsBucket, sid, rev, err)}
+	if err := json.Unmarshal(kve.Value(), &v); err != nil {
+		return entry{view: New(), rev: kve.Revision(), unreadable: holdover.Newf(holdover.CodeInternal,
+			"%s/%s revision %d is not a projection View: %v", streams.QuestionsBucket, sid, kve.Revision(), err)}, nil
 	}
-	return entry{view: v, rev: rev}
+	return entry{view: v, rev: kve.Revision()}, nil
 }
 
-// loadWithLast is load and sessionlog.Log.Last at once: a direct get of
-// the stored View and one of the Session's last event, sent together on
-// one connection. Should the server answer either other than with a
-// message or "not found" (a stream without direct gets, say), it reads
-// both the ordinary way.
+// loadWithLast is load and sessionlog.Log.Last at once: both requests
+// are sent before either reply is awaited (nats.go takes their replies on
+// one shared subscription), so together they cost one round trip.
 func (s *Store) loadWithLast(ctx context.Context, sid string) (entry, uint64, error) {
-	events, err := streams.EventsSubject(sid)
+	var last uint64
+	var lastErr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		last, lastErr = s.log.Last(ctx, sid)
+	}()
+	e, err := s.load(ctx, sid)
+	<-read
 	if err != nil {
 		return entry{}, 0, err
 	}
-	replies, err := s.direct.directLast(ctx, s.nc, s.api,
-		directGet{stream: "KV_" + s.kv.Bucket(), subject: "$KV." + s.kv.Bucket() + "." + sid},
-		directGet{stream: s.sessions.CachedInfo().Config.Name, subject: events},
-	)
-	if err != nil {
-		return entry{}, 0, holdover.Newf(holdover.CodeInternal, "read %s/%s and the last event of session %s: %v", streams.QuestionsBucket, sid, sid, err)
-	}
-	stored, lastEvent := replies[0], replies[1]
-	if !stored.ok || !lastEvent.ok {
-		e, err := s.load(ctx, sid)
-		if err != nil {
-			return entry{}, 0, err
-		}
-		last, err := s.log.Last(ctx, sid)
-		return e, last, err
-	}
-	e := entry{view: New()}
-	if stored.msg != nil && stored.msg.Header.Get(kvOperation) == "" {
-		e = decodeEntry(sid, stored.msg.Data, stored.seq)
-	}
-	return e, lastEvent.seq, nil
+	return e, last, lastErr
 }
 
 // save writes v as Session sid's View if the key is still at revision rev
@@ -222,107 +186,4 @@ func sameView(a, b View) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
-}
-
-// kvOperation is the header that marks a KV deletion or purge.
-const kvOperation = "KV-Operation"
-
-// directTimeout bounds directLast under a context without a deadline.
-const directTimeout = 5 * time.Second
-
-// directGet names the last message on subject in stream.
-type directGet struct{ stream, subject string }
-
-// directReply is the server's answer to one directGet: ok when it sent the
-// message, or said there is none (msg nil), and the message's stream seq.
-type directReply struct {
-	msg *nats.Msg
-	seq uint64
-	ok  bool
-}
-
-// directMux takes the replies of a Store's direct gets on one long-lived
-// subscription: subscribing for each read costs far more than the read.
-type directMux struct {
-	once   sync.Once
-	err    error
-	prefix string
-
-	mu      sync.Mutex
-	next    uint64
-	waiting map[string]chan<- *nats.Msg // reply subject → its reader
-}
-
-func (m *directMux) start(nc *nats.Conn) error {
-	m.once.Do(func() {
-		m.prefix = nc.NewInbox() + "."
-		m.waiting = make(map[string]chan<- *nats.Msg)
-		_, m.err = nc.Subscribe(m.prefix+"*", func(msg *nats.Msg) {
-			m.mu.Lock()
-			ch := m.waiting[msg.Subject]
-			delete(m.waiting, msg.Subject)
-			m.mu.Unlock()
-			if ch != nil {
-				ch <- msg
-			}
-		})
-	})
-	return m.err
-}
-
-// directLast sends every get before it waits for any reply, so together
-// they cost one round trip, and returns the replies in the order of gets.
-func (m *directMux) directLast(ctx context.Context, nc *nats.Conn, api string, gets ...directGet) ([]directReply, error) {
-	if err := m.start(nc); err != nil {
-		return nil, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, directTimeout)
-		defer cancel()
-	}
-	replies := make(chan *nats.Msg, len(gets))
-	subjects := make([]string, len(gets))
-	m.mu.Lock()
-	for i := range gets {
-		m.next++
-		subjects[i] = m.prefix + strconv.FormatUint(m.next, 10)
-		m.waiting[subjects[i]] = replies
-	}
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		for _, subject := range subjects {
-			delete(m.waiting, subject)
-		}
-		m.mu.Unlock()
-	}()
-	for i, g := range gets {
-		if err := nc.PublishRequest(api+"DIRECT.GET."+g.stream+"."+g.subject, subjects[i], nil); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]directReply, len(gets))
-	for range gets {
-		select {
-		case msg := <-replies:
-			out[slices.Index(subjects, msg.Subject)] = parseDirect(msg)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return out, nil
-}
-
-// parseDirect reads a direct get reply: the message with its stream seq,
-// or a status, of which only 404 (no message) is an answer.
-func parseDirect(m *nats.Msg) directReply {
-	switch m.Header.Get("Status") { // the status line, as nats.go parses it
-	case "":
-		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-		return directReply{msg: m, seq: seq, ok: err == nil}
-	case "404":
-		return directReply{ok: true}
-	}
-	return directReply{}
 }
