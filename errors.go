@@ -43,14 +43,27 @@ const (
 	CodeConflict Code = "CONFLICT"
 )
 
-// Error is an error with a stable code. Build one with [New] or [Newf] and
-// read the code back with [CodeOf]; wrapping keeps the code.
+// Error is an error with a stable code. Build one with [New] or [Newf], or
+// around a cause with [Wrap] or [Wrapf], and read the code back with
+// [CodeOf]; wrapping keeps the code.
 type Error struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// cause is what went wrong underneath, kept so errors.Is and errors.As
+	// see through the code; it never crosses the wire except as text.
+	cause error
 }
 
-func (e *Error) Error() string { return e.Message }
+// Error returns the message, followed by the cause's when there is one.
+func (e *Error) Error() string {
+	if e.cause == nil {
+		return e.Message
+	}
+	return e.Message + ": " + e.cause.Error()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Is reports whether target is an *Error with the same code, so that
 // errors.Is(err, &holdover.Error{Code: c}) matches any message.
@@ -67,6 +80,31 @@ func New(code Code, message string) error {
 // Newf is [New] with a format.
 func Newf(code Code, format string, args ...any) error {
 	return errors.WithStackDepth(&Error{Code: code, Message: fmt.Sprintf(format, args...)}, 1)
+}
+
+// Wrap returns an error with code whose message says what failed, keeping
+// cause as its cause: errors.Is and errors.As reach cause through it, and
+// its Error text ends with cause's. An empty code keeps the code of cause
+// (CodeInternal when it has none). A nil cause gives nil.
+func Wrap(cause error, code Code, message string) error {
+	if cause == nil {
+		return nil
+	}
+	if code == "" {
+		code = Wire(cause).Code
+	}
+	return errors.WithStackDepth(&Error{Code: code, Message: message, cause: cause}, 1)
+}
+
+// Wrapf is [Wrap] with a format.
+func Wrapf(cause error, code Code, format string, args ...any) error {
+	if cause == nil {
+		return nil
+	}
+	if code == "" {
+		code = Wire(cause).Code
+	}
+	return errors.WithStackDepth(&Error{Code: code, Message: fmt.Sprintf(format, args...), cause: cause}, 1)
 }
 
 // CodeOf returns the code of the first *Error in err's chain, or "" when

@@ -117,7 +117,7 @@ func (rs *Reservations) Held(ctx context.Context, sid, callID string) (Reservati
 		switch {
 		case err == nil:
 			return Reservation{}, false, nil
-		case !isCASConflict(err):
+		case !streams.IsConflict(err):
 			return Reservation{}, false, holdover.Newf(holdover.CodeInternal, "release reservation %s: %v", key, err)
 		}
 		// The Tracker moved it meanwhile: read it again.
@@ -144,7 +144,7 @@ func (rs *Reservations) Reserve(ctx context.Context, sid, callID, messageID stri
 		switch {
 		case err == nil:
 			return rev, nil
-		case !isCASConflict(err):
+		case !streams.IsConflict(err):
 			return 0, holdover.Newf(holdover.CodeInternal, "create reservation %s: %v", key, err)
 		}
 		held, ok, err := rs.Held(ctx, sid, callID)
@@ -166,7 +166,7 @@ func (rs *Reservations) Cancel(ctx context.Context, sid, callID string, rev uint
 	if err != nil {
 		return err
 	}
-	if err := rs.kv.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !isCASConflict(err) {
+	if err := rs.kv.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !streams.IsConflict(err) {
 		return holdover.Newf(holdover.CodeInternal, "cancel reservation %s: %v", key, err)
 	}
 	return nil
@@ -188,7 +188,7 @@ func (rs *Reservations) restore(ctx context.Context, sid string, r Reservation) 
 	switch {
 	case err == nil:
 		return true, nil
-	case isCASConflict(err):
+	case streams.IsConflict(err):
 		return false, nil
 	}
 	return false, holdover.Newf(holdover.CodeInternal, "restore reservation %s: %v", key, err)
@@ -222,7 +222,7 @@ func (rs *Reservations) advance(ctx context.Context, sid, callID string, e event
 		switch {
 		case err == nil:
 			return true, nil
-		case !isCASConflict(err):
+		case !streams.IsConflict(err):
 			return false, holdover.Newf(holdover.CodeInternal, "update reservation %s: %v", key, err)
 		}
 	}
@@ -293,19 +293,6 @@ func encodeReservation(r Reservation) ([]byte, error) {
 // ReplyQueued is the REPLY_QUEUED error for callID while r holds.
 func ReplyQueued(callID string, r Reservation) error {
 	return holdover.Newf(holdover.CodeReplyQueued, "call %s already has a reply (message %s, %s) waiting for the agent to admit it; it can be answered again once that reply is admitted or discarded", callID, r.MessageID, r.State)
-}
-
-// isCASConflict reports whether a KV write lost a compare-and-set: a
-// wrong last sequence, reported as 10071, or 10164 on replicated buckets.
-func isCASConflict(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode {
-		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
-			return true
-		}
-	}
-	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
 func casExhausted(key string) error {

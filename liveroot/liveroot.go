@@ -169,10 +169,10 @@ func (r *Registry) update(ctx context.Context, sid string, change func(old Recor
 		switch {
 		case err == nil:
 			return nil
-		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		case streams.IsConflict(err):
 			continue // another writer won; read its record and try again
 		default:
-			return holdover.Newf(holdover.CodeInternal, "write live root of %s: %v", sid, err)
+			return holdover.Wrapf(err, holdover.CodeInternal, "write live root of %s", sid)
 		}
 	}
 	return holdover.Newf(holdover.CodeConflict, "live root of %s kept changing under %d attempts to update it", sid, maxCASRetries)

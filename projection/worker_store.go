@@ -153,10 +153,10 @@ func (s *Store) save(ctx context.Context, sid string, rev uint64, v View) (uint6
 		next, err = s.kv.Update(ctx, sid, val, rev)
 	}
 	switch {
-	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-		return 0, holdover.Newf(holdover.CodeConflict, "%s/%s moved past revision %d: another writer wrote first", streams.QuestionsBucket, sid, rev)
+	case streams.IsConflict(err):
+		return 0, holdover.Wrapf(err, holdover.CodeConflict, "%s/%s moved past revision %d: another writer wrote first", streams.QuestionsBucket, sid, rev)
 	case err != nil:
-		return 0, holdover.Newf(holdover.CodeInternal, "write %s/%s (%d bytes, seq %d): %v", streams.QuestionsBucket, sid, len(val), v.LastSeq, err)
+		return 0, holdover.Wrapf(err, holdover.CodeInternal, "write %s/%s (%d bytes, seq %d)", streams.QuestionsBucket, sid, len(val), v.LastSeq)
 	}
 	return next, nil
 }

@@ -52,11 +52,10 @@ func (l *Log) Append(ctx context.Context, sid string, after uint64, e events.Eve
 	msg.Header.Set(PrevHeader, strconv.FormatUint(after, 10))
 	ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(after))
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			return 0, holdover.Newf(holdover.CodeConflict, "session %s has moved past seq %d: another writer appended first", sid, after)
+		if streams.IsConflict(err) {
+			return 0, holdover.Wrapf(err, holdover.CodeConflict, "session %s has moved past seq %d: another writer appended first", sid, after)
 		}
-		return 0, holdover.Newf(holdover.CodeInternal, "append to session %s: %v", sid, err)
+		return 0, holdover.Wrapf(err, holdover.CodeInternal, "append to session %s", sid)
 	}
 	return ack.Sequence, nil
 }
