@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/holdover-dev/holdover/auth"
 )
 
 // Options configure an embedded server.
@@ -28,6 +31,11 @@ type Options struct {
 	// MaxConsumers is the default per-stream consumer limit; 0 keeps the
 	// server's default, -1 removes it.
 	MaxConsumers int
+	// Auth, when set, turns authentication on: the server trusts Auth's
+	// operator and admits only users of its accounts, each with its
+	// role's permissions (package auth). Without it every client is
+	// admitted with every right.
+	Auth *auth.Setup
 }
 
 // ClusterOptions join a server to a route cluster.
@@ -73,6 +81,11 @@ func Start(o Options) (*Server, error) {
 		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: c.Port}
 		opts.Routes = server.RoutesFromStr(joinRoutes(c.Routes))
 	}
+	if o.Auth != nil {
+		if err := trust(opts, o.Auth); err != nil {
+			return nil, err
+		}
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("configure nats-server: %w", err)
@@ -83,6 +96,24 @@ func Start(o Options) (*Server, error) {
 		return nil, fmt.Errorf("nats-server did not become ready in 10s")
 	}
 	return &Server{ns}, nil
+}
+
+// trust makes opts enforce setup's accounts and permissions.
+func trust(opts *server.Options, setup *auth.Setup) error {
+	t, err := setup.Trust()
+	if err != nil {
+		return err
+	}
+	resolver := &server.MemAccResolver{}
+	for pub, token := range t.Accounts {
+		if err := resolver.Store(pub, token); err != nil {
+			return fmt.Errorf("load account %s: %w", pub, err)
+		}
+	}
+	opts.TrustedOperators = []*jwt.OperatorClaims{t.Operator}
+	opts.SystemAccount = t.SystemAccount
+	opts.AccountResolver = resolver
+	return nil
 }
 
 // Stop shuts the server down and waits for it.

@@ -142,8 +142,8 @@ func (hs *hubs) topology(ctx context.Context) (*sessionlog.Log, jetstream.Stream
 // The projection bucket as the stream behind it: a hub reads one key with
 // an ordered consumer, so it can bound the consumer's life.
 const (
-	kvStream     = "KV_" + streams.QuestionsBucket
-	kvSubjectPfx = "$KV." + streams.QuestionsBucket + "."
+	kvStream     = streams.KVStreamPrefix + streams.QuestionsBucket
+	kvSubjectPfx = streams.KVSubjectPrefix + streams.QuestionsBucket + "."
 	kvOperation  = "KV-Operation"
 	startTimeout = 10 * time.Second // bounds opening a hub's feeds
 )

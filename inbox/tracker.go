@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultDurable names the consumer on SESSIONS every Tracker shares.
-const DefaultDurable = "reservations"
+const DefaultDurable = streams.ReservationsDurable
 
 // TrackerConfig tunes a Tracker. The zero value is ready to use.
 type TrackerConfig struct {

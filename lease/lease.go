@@ -38,8 +38,6 @@ const (
 	// AdvisoryPrefix starts the subjects of JetStream's consumer advisories:
 	// <prefix><ACTION>.<stream>.<consumer>.
 	AdvisoryPrefix = "$JS.EVENT.ADVISORY.CONSUMER."
-
-	topic = streams.ClaimPrefix + ".lease." // + <id>: never carries a message
 )
 
 // DefaultReleaseBound is how long NATS keeps a lease or claim after its
@@ -58,6 +56,11 @@ func Bound(d time.Duration) time.Duration {
 	}
 	return max(d, MinReleaseBound)
 }
+
+// Subject is the subject the lease of role and id filters on. It never
+// carries a message; the role is a token of its own so that NATS
+// permissions can say which roles may hold which leases (package auth).
+func Subject(role, id string) string { return streams.LeasePrefix + "." + role + "." + id }
 
 // Name is the consumer name of the lease of role and id. Both are plain
 // words (letters, digits, '-' and '_'), which Hold checks.
@@ -90,7 +93,7 @@ func Hold(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, role, id s
 		return nil, err
 	}
 	name := Name(role, id)
-	sub, err := HoldConsumer(ctx, nc, js, name, topic+id, bound, map[string]string{"role": role, "id": id}, func(*nats.Msg) {})
+	sub, err := HoldConsumer(ctx, nc, js, name, Subject(role, id), bound, map[string]string{"role": role, "id": id}, func(*nats.Msg) {})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // A record names the instance that is a Session's live root; whether that
@@ -21,7 +22,7 @@ import (
 
 // LeaseRole is the role of a runtime instance's root lease, which
 // `nats consumer ls CLAIMS` shows as lease~root~<instance>.
-const LeaseRole = "root"
+const LeaseRole = streams.LeaseRoot
 
 // LeaseName is the consumer name of instance's root lease.
 func LeaseName(instance string) string { return lease.Name(LeaseRole, instance) }

@@ -21,7 +21,7 @@ import (
 )
 
 // DefaultDurable names the pull consumer every projection worker shares.
-const DefaultDurable = "projection"
+const DefaultDurable = streams.ProjectionDurable
 
 // maxAckPending bounds the events delivered to all workers and not yet
 // acknowledged. It leaves room for several workers' full batches.

@@ -14,7 +14,9 @@ import (
 // DiscardSubject is the core subject where the live root of sid takes
 // requests to discard a queued inbox message (the Client's "discard the
 // queued reply", P5). It is not part of any stream.
-func DiscardSubject(sid string) (string, error) { return streams.SessionSubject(sid, "discard") }
+func DiscardSubject(sid string) (string, error) {
+	return streams.SessionSubject(sid, streams.DiscardSuffix)
+}
 
 // DiscardRequest names the queued message to drop.
 type DiscardRequest struct {

@@ -30,6 +30,63 @@ const (
 	ResumeSubject = root + ".runtime.resume"
 	// ClaimPrefix starts every subject of the claims stream.
 	ClaimPrefix = root + ".claim"
+	// ClaimFramePrefix starts the subjects of a Client claim's frames:
+	// <prefix>.<session>.<call token>.<claim id>.
+	ClaimFramePrefix = ClaimPrefix + ".wait"
+	// LeasePrefix starts the (never used) subject a liveness lease
+	// filters on: <prefix>.<role>.<id>, so the role is a token NATS
+	// permissions can match.
+	LeasePrefix = ClaimPrefix + ".lease"
+	// WaitPrefix starts the subjects on which the worker owning a wait
+	// takes its caller's requests: <prefix>.<owner lease>.<verb>.
+	WaitPrefix = ServicePrefix + ".wait"
+	// OutcomePrefix starts the reply subjects of waterfall requests,
+	// <prefix>.<worker id>.<request id>: answerers reply there, apart from
+	// the worker's own _INBOX, which only the server and the worker write.
+	OutcomePrefix = root + ".outcome"
+)
+
+// The roles of liveness leases (package lease), each one token of the
+// lease's subject <LeasePrefix>.<role>.<id> and of its name.
+const (
+	LeaseWorker = "worker" // a question worker's lease on its waits
+	LeaseCaller = "caller" // an agent Client's lease on its calls
+	LeaseRoot   = "root"   // a runtime instance's root lease (D7)
+)
+
+// The endpoints of the userQuestions service, each served on
+// <ServicePrefix>.<endpoint>.
+const (
+	EndpointAsk      = "ask"
+	EndpointAskTimed = "askTimed"
+	EndpointInflight = "inflight"
+	EndpointAnswer   = "answer"
+	EndpointView     = "view"
+)
+
+// The durable consumers on SESSIONS that workers share. Only workers may
+// create or pull from them; every other role is denied them by name
+// (package auth), since a consumer name is one token no wildcard narrows.
+const (
+	ProjectionDurable   = "projection"
+	ReservationsDurable = "reservations"
+)
+
+// Wildcards over every Session's subject of one kind: the stream filters,
+// and what NATS permissions grant (package auth).
+const (
+	AllEvents   = sessionPrefix + "*." + eventsSuffix
+	AllInboxes  = sessionPrefix + "*." + inboxSuffix
+	AllAsks     = sessionPrefix + "*." + askSuffix
+	AllCancels  = sessionPrefix + "*." + cancelSuffix
+	AllDiscards = sessionPrefix + "*." + DiscardSuffix
+)
+
+// How JetStream stores a KV bucket b: in the stream <KVStreamPrefix>b,
+// each key k on the subject <KVSubjectPrefix>b.k.
+const (
+	KVStreamPrefix  = "KV_"
+	KVSubjectPrefix = "$KV."
 )
 
 // MaxIDLength bounds Session and call ids.
@@ -108,6 +165,9 @@ const (
 	inboxSuffix  = "inbox"
 	askSuffix    = "ask"
 	cancelSuffix = "ask.cancel"
+	// DiscardSuffix names the core subject where a Session's live root
+	// takes discard requests (package runtime).
+	DiscardSuffix = "discard"
 )
 
 // EventsSubject is the Session log subject of sid.

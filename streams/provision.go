@@ -87,8 +87,8 @@ func (c Config) StreamConfigs() []jetstream.StreamConfig {
 	claims.MaxAge = c.claimFrameAge()
 	claims.Duplicates = min(claims.Duplicates, claims.MaxAge) // JetStream refuses a window beyond MaxAge
 	return []jetstream.StreamConfig{
-		base(SessionsStream, "Holdover Session logs: one subject per Session", sessionPrefix+"*."+eventsSuffix),
-		base(InboxStream, "Holdover Session inboxes: durable steered messages", sessionPrefix+"*."+inboxSuffix),
+		base(SessionsStream, "Holdover Session logs: one subject per Session", AllEvents),
+		base(InboxStream, "Holdover Session inboxes: durable steered messages", AllInboxes),
 		claims,
 	}
 }

@@ -21,9 +21,9 @@ import (
 
 // The endpoint names of the foreground half.
 const (
-	opAsk      = "ask"
-	opAskTimed = "askTimed"
-	opInflight = "inflight"
+	opAsk      = streams.EndpointAsk
+	opAskTimed = streams.EndpointAskTimed
+	opInflight = streams.EndpointInflight
 )
 
 // The headers of the foreground protocol between a Go Client and the
@@ -54,7 +54,7 @@ const (
 )
 
 func ownerSubject(owner, verb string) string {
-	return streams.ServicePrefix + ".wait." + owner + "." + verb
+	return streams.WaitPrefix + "." + owner + "." + verb
 }
 
 // accepted is the body of the accepted frame.

@@ -39,7 +39,7 @@ import (
 const (
 	nameSep    = leases.Sep
 	claimKind  = "claim"
-	claimTopic = streams.ClaimPrefix + ".wait." // + <session>.<call token>.<claim id>: the claim's frames
+	claimTopic = streams.ClaimFramePrefix + "." // + <session>.<call token>.<claim id>: the claim's frames
 	maxNameLen = 255                            // JetStream's limit on consumer names
 )
 

@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // Liveness without heartbeats (DESIGN.md), with the leases of package
@@ -17,8 +18,8 @@ import (
 
 // The roles a lease name carries, for operators reading `nats consumer ls`.
 const (
-	roleWorker = "worker"
-	roleCaller = "caller"
+	roleWorker = streams.LeaseWorker
+	roleCaller = streams.LeaseCaller
 )
 
 // flush waits until the server has processed everything sent on nc, so

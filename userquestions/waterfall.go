@@ -107,14 +107,14 @@ func cancelReason(err error) string {
 // request id that ends each reply subject.
 type waterfall struct {
 	nc     *nats.Conn
-	prefix string // _INBOX.<nuid>. ; a reply subject is prefix + request id
+	prefix string // <streams.OutcomePrefix>.<nuid>. ; a reply subject is prefix + request id
 	sub    *nats.Subscription
 }
 
 // newWaterfall subscribes to the outcomes of this worker's requests and
 // hands each to route with the request id it names.
 func newWaterfall(nc *nats.Conn, route func(requestID string, m *nats.Msg)) (*waterfall, error) {
-	wf := &waterfall{nc: nc, prefix: nc.NewInbox() + "."}
+	wf := &waterfall{nc: nc, prefix: streams.OutcomePrefix + "." + nuid.Next() + "."}
 	sub, err := nc.Subscribe(wf.prefix+"*", func(m *nats.Msg) {
 		route(strings.TrimPrefix(m.Subject, wf.prefix), m)
 	})

@@ -16,8 +16,8 @@ import (
 // The endpoint names of the durable half. The foreground half names its
 // operations in its own files.
 const (
-	opAnswer = "answer"
-	opView   = "view"
+	opAnswer = streams.EndpointAnswer
+	opView   = streams.EndpointView
 )
 
 // ViewRequest asks for a Session's userQuestions projection.

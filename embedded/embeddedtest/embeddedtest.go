@@ -9,7 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -19,6 +21,58 @@ type Env struct {
 	Conn     *nats.Conn
 	JS       jetstream.JetStream
 	Topology *streams.Topology
+	// Auth holds the credentials of a server started by StartSecure, and
+	// Tenant the tenant Conn and As connect to; nil and "" otherwise.
+	Auth   *auth.Setup
+	Tenant string
+}
+
+// StartSecure runs a file-backed server with authentication on, as
+// `holdover dev` does, with an account for each of tenants (the first is
+// the Env's; none means auth.DefaultTenant). Conn is that tenant's admin,
+// which provisions the topology with cfg; every other part of a test
+// connects with As, on its own role's credentials.
+func StartSecure(t testing.TB, cfg streams.Config, tenants ...string) *Env {
+	t.Helper()
+	if len(tenants) == 0 {
+		tenants = []string{auth.DefaultTenant}
+	}
+	setup, err := auth.Init(t.TempDir(), tenants...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := embedded.Start(embedded.Options{StoreDir: t.TempDir(), MaxConsumers: -1, Auth: setup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	env := &Env{Server: srv, Auth: setup, Tenant: tenants[0]}
+	env.Conn, env.JS = env.As(t, auth.Admin)
+	env.Topology, err = streams.Provision(context.Background(), env.JS, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// As opens a connection with role r's credentials in the Env's tenant,
+// closed when the test ends. On an Env without auth it is Connect.
+func (e *Env) As(t testing.TB, r auth.Role, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	if e.Auth == nil {
+		return Connect(t, e.Server.ClientURL(), opts...)
+	}
+	return e.AsTenant(t, e.Tenant, r, opts...)
+}
+
+// AsTenant opens a connection with role r's credentials in tenant.
+func (e *Env) AsTenant(t testing.TB, tenant string, r auth.Role, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	secure, err := ops.NATSConfig{Creds: e.Auth.Creds(tenant, r)}.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Connect(t, e.Server.ClientURL(), append(secure, opts...)...)
 }
 
 // Start runs a file-backed server in a temporary folder, connects, and
