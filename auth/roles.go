@@ -122,13 +122,15 @@ func orderedRead(stream, filter, why string) []Rule {
 
 // kvWatch lets a role watch bucket: the KV watcher is a push consumer
 // created on the legacy ephemeral endpoint, which carries no filter, with
-// flow control answered on $JS.FC.
+// flow control answered on $JS.FC, and deleted when the watch stops. A KV
+// stream has no durable consumers.
 func kvWatch(bucket, why string) []Rule {
 	s := kvStream(bucket)
 	return []Rule{
 		{jsAPI + "CONSUMER.CREATE." + s, why},
 		{jsAPI + "CONSUMER.CREATE." + s + ".>", why},
 		{jsAPI + "CONSUMER.INFO." + s + ".*", why},
+		{jsAPI + "CONSUMER.DELETE." + s + ".*", why},
 		{jsFC + s + ".>", why},
 	}
 }
@@ -253,7 +255,7 @@ func worker() Permissions {
 		Sub: concat(
 			[]Rule{
 				inbox(Worker),
-				{advisories + "CREATED." + streams.ClaimsStream + ".*", "hear of new claims on its waits (W2)"},
+				{advisories + "*." + streams.ClaimsStream + ".*", "hear of claims made on its waits (W2) and of leases and claims that ended, on one subscription"},
 				{streams.OutcomePrefix + ".*.*", "answerers' outcomes of its waterfall requests"},
 				{streams.WaitPrefix + ".*.*", "its callers' abort and status requests"},
 				{micro + ">", "answer service discovery (nats micro ls)"},

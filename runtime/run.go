@@ -196,13 +196,12 @@ func (rt *Runtime) Close() {
 	rt.agents.Wait()
 	if rt.keepLease != nil {
 		rt.keepLease()
-		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		defer cancel()
+		// An agent may not delete consumers (package auth): NATS ends the
+		// root lease the release bound after this. Every Session was
+		// released above, so no answer waits on it meanwhile.
 		rt.leaseMu.Lock()
 		defer rt.leaseMu.Unlock()
-		if err := rt.lease.End(ctx); err != nil {
-			rt.log.Warn("end the root lease; NATS ends it within the release bound", "lease", rt.lease.Name(), ops.Err(err))
-		}
+		rt.lease.Drop()
 	}
 	if rt.close != nil {
 		rt.close()

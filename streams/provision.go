@@ -137,6 +137,35 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config) (*Topology
 	}, nil
 }
 
+// Open looks up the provisioned topology on js and changes nothing: what a
+// process whose credentials may not provision (every role but admin,
+// package auth) starts from. A missing stream or bucket is an error that
+// says to provision first.
+func Open(ctx context.Context, js jetstream.JetStream) (*Topology, error) {
+	t := &Topology{}
+	for _, s := range []struct {
+		name string
+		into *jetstream.Stream
+	}{{SessionsStream, &t.Sessions}, {InboxStream, &t.Inbox}, {ClaimsStream, &t.Claims}} {
+		h, err := js.Stream(ctx, s.name)
+		if err != nil {
+			return nil, holdover.Wrapf(err, holdover.CodeInternal, "look up stream %s (provision it first: holdover provision)", s.name)
+		}
+		*s.into = h
+	}
+	for _, b := range []struct {
+		name string
+		into *jetstream.KeyValue
+	}{{QuestionsBucket, &t.Questions}, {RootsBucket, &t.Roots}, {ReservationsBucket, &t.Reservations}} {
+		h, err := js.KeyValue(ctx, b.name)
+		if err != nil {
+			return nil, holdover.Wrapf(err, holdover.CodeInternal, "look up bucket %s (provision it first: holdover provision)", b.name)
+		}
+		*b.into = h
+	}
+	return t, nil
+}
+
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
 	existing, err := js.Stream(ctx, want.Name)
 	switch {

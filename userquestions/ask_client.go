@@ -183,14 +183,25 @@ func (c *Client) Close() {
 	cs.stop()
 	_ = cs.mux.Unsubscribe()
 	cs.owners.Close()
+	// An agent may not delete consumers (package auth), so its lease ends
+	// the release bound after this connection's interest in it; each call
+	// its owner still holds is aborted there, so its wait ends now, as the
+	// lease's deletion would have ended it.
+	var aborts sync.WaitGroup
 	for _, pc := range calls {
 		pc.end(holdover.New(holdover.CodeAskAborted, "the client was closed before the question was answered"))
+		pc.mu.Lock()
+		owner, id := pc.owner, pc.requestID
+		if acc, ok := pendingAccepted(pc); ok && owner == "" {
+			owner, id = acc.Owner, acc.RequestID
+		}
+		pc.mu.Unlock()
+		if owner != "" {
+			aborts.Go(func() { cs.sendAbort(owner, id) })
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultCallTimeout)
-	defer cancel()
-	if err := cs.lease.End(ctx); err != nil {
-		cs.log.Warn("end caller lease", "err", err)
-	}
+	aborts.Wait()
+	cs.lease.Drop()
 }
 
 // setup holds the lease and subscribes the reply mux on the first call.

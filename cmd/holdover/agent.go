@@ -31,6 +31,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logCfg.RegisterFlags(fs)
 	fs.StringVar(&cfg.Session, "session", "", "Session to serve from the start")
 	fs.StringVar(&cfg.Prompt, "prompt", "", "first user message of a new Session")
+	promptCreds := fs.String("prompt-creds", "", "NATS credentials that may queue --prompt, a user's message (admin's; agent credentials may not); default --creds")
 	fs.BoolVar(&cfg.Pool, "pool", true, "take resume requests for Sessions nobody runs (D7)")
 	fs.StringVar(&script, "script", "", "file of a scripted model (see runtime/model/scripted); empty uses the OpenAI-compatible model")
 	fs.StringVar(&cfg.OpenAI.BaseURL, "model-url", cfg.OpenAI.BaseURL, "Chat Completions API root, e.g. https://api.deepseek.com/v1 (env OPENAI_BASE_URL)")
@@ -61,6 +62,16 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer nc.Close()
+	if *promptCreds != "" && cfg.Prompt != "" {
+		promptCfg := natsCfg
+		promptCfg.Creds = *promptCreds
+		pc, _, err := promptCfg.Connect("holdover-agent-prompt", logger)
+		if err != nil {
+			return err
+		}
+		defer pc.Close()
+		cfg.PromptConn = pc
+	}
 	agent, err := agentproc.Component(nc, cfg)
 	if err != nil {
 		return err

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/cmd/internal/agentproc"
 	"github.com/holdover-dev/holdover/cmd/internal/gatewayproc"
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
@@ -56,20 +58,38 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Port: natsPort, Name: "holdover-dev"})
+	// Secure by default: every part connects with its own role's
+	// credentials, kept (with the keys) in the data folder.
+	setup, err := auth.Init(filepath.Join(dir, "auth"))
+	if err != nil {
+		return err
+	}
+	creds := func(r auth.Role) string { return setup.Creds(auth.DefaultTenant, r) }
+	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Port: natsPort, Name: "holdover-dev", Auth: setup})
 	if err != nil {
 		return fmt.Errorf("start NATS on 127.0.0.1:%d: %w", natsPort, err)
 	}
 	defer srv.Stop()
 	url := srv.ClientURL()
-	nc, js, err := ops.NATSConfig{URL: url}.Connect("holdover-dev", logger)
+	as := func(r auth.Role, name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+		return ops.NATSConfig{URL: url, Creds: creds(r)}.Connect(name, logger, extra...)
+	}
+	admin, adminJS, err := as(auth.Admin, "holdover-dev-provision")
+	if err != nil {
+		return err
+	}
+	defer admin.Close() // it queues the demo's prompt, a user's message
+	if _, err = streams.Provision(ctx, adminJS, streams.Config{}); err != nil {
+		return err
+	}
+	nc, js, err := as(auth.Worker, "holdover-dev")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 
 	// Components start in order; each may rely on the ones before it.
-	components, err := questionworker.Components(ctx, nc, js, questionworker.Config{MetricsAddr: metricsAddr, Logger: logger})
+	components, err := questionworker.Components(ctx, nc, js, questionworker.Config{MetricsAddr: metricsAddr, Logger: logger, NoProvision: true})
 	if err != nil {
 		return err
 	}
@@ -81,7 +101,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	gwConn, gwJS, err := ops.NATSConfig{URL: url}.Connect("holdover-dev-gateway", logger, nats.ReconnectWait(gateway.DefaultReconnectWait))
+	gwConn, gwJS, err := as(auth.Gateway, "holdover-dev-gateway", nats.ReconnectWait(gateway.DefaultReconnectWait))
 	if err != nil {
 		return err
 	}
@@ -92,13 +112,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	components = append(components, gatewayproc.Component(gwConn, gwJS, gatewayproc.Config{Listener: ln, Tokens: tokens, Logger: logger}))
 	if !noDemo {
-		agentConn, _, err := ops.NATSConfig{URL: url}.Connect("holdover-dev-agent", logger)
+		agentConn, _, err := as(auth.Agent, "holdover-dev-agent")
 		if err != nil {
 			return err
 		}
 		defer agentConn.Close()
 		agent, err := agentproc.Component(agentConn, agentproc.Config{
-			Session: demoSession, Prompt: demoPrompt, Pool: true, Script: demoScript,
+			Session: demoSession, Prompt: demoPrompt, PromptConn: admin, Pool: true, Script: demoScript,
 			Ask: askuser.Config{Mode: askuser.ModeTimed}, Logger: logger,
 		})
 		if err != nil {
@@ -109,23 +129,39 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	fmt.Fprintf(stdout, `Holdover dev is running.
   web UI   http://%s/?token=%s&session=%s
-  NATS     %s  (JetStream files in %s)
+  NATS     %s  (authentication on; JetStream files and credentials in %s)
   metrics  http://%s/metrics   health  http://%s/healthz
 
 The demo agent asks a timed question in Session %q, keeps working when it
 times out, and takes the late answer. Answer it in the web UI, or with
   holdover answer --gateway http://%s --token %s %s
 
-Look at a Session's questions with the nats CLI:
-  nats --server %s kv get --raw %s <session-id>
-  nats --server %s stream ls
+Look at state with the nats CLI, as the read-only operator:
+  %s
+  nats kv get --raw %s <session-id>
+  nats stream ls
+Answering takes the gateway's rights (an operator may not):
+  %s
+  nats --context holdover-dev-gateway req %s.%s '{"session":...}'
 or with this binary:
-  holdover inspect --nats %s <session-id>
+  holdover inspect --nats %s --creds %s <session-id>
 
 Ctrl-C stops.
 `, ln.Addr(), token, demoSession, url, dir, metricsAddr, metricsAddr, demoSession, ln.Addr(), token, demoSession,
-		url, streams.QuestionsBucket, url, url)
+		natsContext("holdover-dev", url, auth.Operator, creds(auth.Operator), true), streams.QuestionsBucket,
+		natsContext("holdover-dev-gateway", url, auth.Gateway, creds(auth.Gateway), false), streams.ServicePrefix, streams.EndpointAnswer,
+		url, creds(auth.Operator))
 	return ops.Run(ctx, logger, components...)
+}
+
+// natsContext is the nats CLI command that saves a context for role: its
+// credentials and the inbox prefix its permissions allow.
+func natsContext(name, url string, r auth.Role, creds string, selectIt bool) string {
+	line := fmt.Sprintf("nats context save %s --server %s --creds %s --inbox-prefix %s", name, url, creds, r.InboxPrefix())
+	if selectIt {
+		line += " --select"
+	}
+	return line
 }
 
 // devToken is a fresh random access token for this run's web UI.

@@ -7,6 +7,8 @@
 //	holdover answer <session-id>    # a terminal Client: list, claim and answer questions
 //	holdover inspect <session-id>   # a Session's projection, checked against its log
 //	holdover rebuild                # refold every Session's projection
+//	holdover auth init [tenant...]  # NATS credentials: an account per tenant, a creds file per role
+//	holdover provision              # create or update the streams and buckets (admin credentials)
 package main
 
 import (
@@ -34,15 +36,17 @@ const (
 )
 
 var commands = map[string]command{
-	"agent":   {agentSummary, runAgent},
-	"answer":  {answerSummary, runAnswer},
-	"dev":     {devSummary, runDev},
-	"inspect": {inspectSummary, runInspect},
-	"rebuild": {rebuildSummary, runRebuild},
+	"agent":     {agentSummary, runAgent},
+	"answer":    {answerSummary, runAnswer},
+	"auth":      {authSummary, runAuth},
+	"provision": {provisionSummary, runProvision},
+	"dev":       {devSummary, runDev},
+	"inspect":   {inspectSummary, runInspect},
+	"rebuild":   {rebuildSummary, runRebuild},
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "agent", "answer", "inspect", "rebuild"}
+var commandOrder = []string{"dev", "agent", "answer", "inspect", "rebuild", "auth", "provision"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

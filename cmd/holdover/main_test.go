@@ -6,31 +6,54 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// startDev runs `holdover dev` on free ports until the test ends and
-// returns the NATS URL it printed.
-func startDev(t *testing.T, extra ...string) string {
+// devServer is a running `holdover dev`: its NATS URL and its data folder,
+// which holds every role's credentials.
+type devServer struct {
+	url, data string
+}
+
+// creds is role r's credentials file, which dev wrote in its data folder.
+func (d devServer) creds(r auth.Role) string {
+	return filepath.Join(d.data, "auth", "tenants", auth.DefaultTenant, string(r)+".creds")
+}
+
+// as connects to dev's NATS with role r's credentials.
+func (d devServer) as(t *testing.T, r auth.Role) jetstream.JetStream {
+	opts, err := ops.NATSConfig{Creds: d.creds(r)}.Options()
+	require.NoError(t, err)
+	_, js := embeddedtest.Connect(t, d.url, opts...)
+	return js
+}
+
+// startDev runs `holdover dev` on free ports until the test ends.
+func startDev(t *testing.T, extra ...string) devServer {
 	ctx, cancel := context.WithCancel(context.Background())
+	data := t.TempDir()
 	out, w := io.Pipe()
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"dev", "--data", t.TempDir(), "--nats-port", "0", "--metrics-addr", "127.0.0.1:0", "--listen", "127.0.0.1:0"}, extra...), w, &stderr)
+		done <- run(ctx, append([]string{"dev", "--data", data, "--nats-port", "0", "--metrics-addr", "127.0.0.1:0", "--listen", "127.0.0.1:0"}, extra...), w, &stderr)
 		w.Close()
 	}()
 	t.Cleanup(func() {
@@ -42,11 +65,11 @@ func startDev(t *testing.T, extra ...string) string {
 	for lines.Scan() {
 		if url, ok := strings.CutPrefix(strings.TrimSpace(lines.Text()), "NATS     "); ok {
 			go func() { _, _ = io.Copy(io.Discard, out) }()
-			return strings.Fields(url)[0]
+			return devServer{url: strings.Fields(url)[0], data: data}
 		}
 	}
 	t.Fatalf("dev printed no NATS URL; stderr:\n%s", stderr.String())
-	return ""
+	return devServer{}
 }
 
 func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -57,14 +80,16 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 // holdover dev folds Session events; inspect checks them, reports a
-// tampered value with exit 1, and rebuild repairs it.
+// tampered value with exit 1, and rebuild repairs it. Authentication is on:
+// each step uses the credentials of the role that may take it.
 func TestDevInspectRebuild(t *testing.T) {
-	url := startDev(t, "--no-demo")
-	_, js := embeddedtest.Connect(t, url)
+	dev := startDev(t, "--no-demo")
+	url := dev.url
+	js := dev.as(t, auth.Agent)
 	ctx := context.Background()
 	sessions, err := js.Stream(ctx, streams.SessionsStream)
 	require.NoError(t, err)
-	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
+	kv, err := dev.as(t, auth.Admin).KeyValue(ctx, streams.QuestionsBucket)
 	require.NoError(t, err)
 
 	log := sessionlog.New(js, sessions)
@@ -77,7 +102,11 @@ func TestDevInspectRebuild(t *testing.T) {
 	}
 	projectiontest.Folded(t, kv, "inspected", last)
 
-	code, stdout, stderr := cli(t, "inspect", "--nats", url, "inspected")
+	code, _, stderr := cli(t, "inspect", "--nats", url, "inspected")
+	require.Equal(t, 1, code, "dev's NATS admits no one without credentials")
+	assert.Contains(t, stderr, "Authorization Violation")
+	operator := dev.creds(auth.Operator)
+	code, stdout, stderr := cli(t, "inspect", "--nats", url, "--creds", operator, "inspected")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "ok: the projection equals the fold")
 	var v projection.View
@@ -88,16 +117,16 @@ func TestDevInspectRebuild(t *testing.T) {
 	tampered, _ := json.Marshal(v)
 	_, err = kv.Put(ctx, "inspected", tampered)
 	require.NoError(t, err)
-	code, _, stderr = cli(t, "inspect", "--nats", url, "inspected")
+	code, _, stderr = cli(t, "inspect", "--nats", url, "--creds", operator, "inspected")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "differs from the fold of its log")
 	assert.Contains(t, stderr, `stored: "status": "continued",`)
 	assert.Contains(t, stderr, `folded: "status": "open",`)
 
-	code, stdout, _ = cli(t, "rebuild", "--nats", url)
+	code, stdout, _ = cli(t, "rebuild", "--nats", url, "--creds", dev.creds(auth.Admin))
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "refolded 1 sessions (2 events); repaired 1 projections\n", stdout)
-	code, _, _ = cli(t, "inspect", "--nats", url, "inspected")
+	code, _, _ = cli(t, "inspect", "--nats", url, "--creds", operator, "inspected")
 	assert.Equal(t, 0, code)
 }
 
@@ -128,9 +157,7 @@ func TestCommandLineErrors(t *testing.T) {
 // holdover dev runs the demo agent: its timed question opens in the
 // userQuestions projection of Session demo, with its original questions.
 func TestDevRunsTheDemoAgent(t *testing.T) {
-	url := startDev(t)
-	_, js := embeddedtest.Connect(t, url)
-	kv, err := js.KeyValue(context.Background(), streams.QuestionsBucket)
+	kv, err := startDev(t).as(t, auth.Operator).KeyValue(context.Background(), streams.QuestionsBucket)
 	require.NoError(t, err)
 	_, v := projectiontest.Await(t, kv, demoSession, 30*time.Second, func(v projection.View) bool { return len(v.Active) > 0 },
 		"the demo agent's question never opened")

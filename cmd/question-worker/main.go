@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -32,6 +33,7 @@ func main() {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", questionworker.DefaultMetricsAddr, "address of /metrics and /healthz")
 	fs.IntVar(&cfg.Streams.Replicas, "replicas", 1, "replicas per stream and bucket (3 on a cluster)")
 	fs.BoolVar(&cfg.Streams.Memory, "memory", false, "keep streams and buckets in memory (tests and demos only)")
+	provision := fs.Bool("provision", true, "provision the topology at start (needs admin credentials; with worker credentials run `holdover provision` and pass --provision=false)")
 	fs.DurationVar(&cfg.Service.Foreground.ReleaseBound, "release-bound", userquestions.DefaultReleaseBound,
 		"how long after a Client, agent or worker disappears its claims and waits are released (at least 1s)")
 	_ = fs.Parse(os.Args[1:])
@@ -42,12 +44,34 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.Logger = logger
+	cfg.NoProvision = !*provision
+	if err := checkProvision(natsCfg, *provision); err != nil {
+		fmt.Fprintln(os.Stderr, "question-worker:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, natsCfg, cfg); err != nil {
 		logger.Error("question worker stopped", ops.Err(err))
 		os.Exit(1)
 	}
+}
+
+// checkProvision refuses, before connecting, to provision with the
+// credentials of a role that may not: NATS would refuse the requests
+// and leave them to time out.
+func checkProvision(natsCfg ops.NATSConfig, provision bool) error {
+	if !provision || natsCfg.Creds == "" {
+		return nil
+	}
+	role, err := auth.RoleOf(natsCfg.Creds)
+	if err != nil {
+		return err
+	}
+	if role != "" && role != auth.Admin {
+		return fmt.Errorf("%s credentials may not provision: run `holdover provision --creds <admin.creds>` once and start workers with --provision=false", role)
+	}
+	return nil
 }
 
 // run connects to NATS and runs the worker's components until ctx ends.

@@ -31,6 +31,11 @@ type Config struct {
 	// empty); empty serves only resume requests.
 	Session string
 	Prompt  string
+	// PromptConn queues Prompt. A prompt is a user's message in the
+	// Session's inbox, which agent credentials may not write (package
+	// auth): with them, give a connection that may (admin's). Nil queues
+	// it on the agent's own connection.
+	PromptConn *nats.Conn
 	// Pool joins the resume pool, so an answer to a Session nobody runs
 	// brings it back here (D7).
 	Pool bool
@@ -71,10 +76,16 @@ func Component(nc *nats.Conn, cfg Config) (ops.Component, error) {
 	rcfg := runtime.Config{
 		Conn: nc, Model: root, ChildModel: child, System: cfg.System,
 		Ask: cfg.Ask, Instance: cfg.Instance, ReleaseBound: cfg.ReleaseBound, Logger: cfg.Logger,
-		Session: cfg.Session, Prompt: cfg.Prompt,
+		Session: cfg.Session,
+	}
+	if cfg.PromptConn == nil {
+		cfg.PromptConn = nc
 	}
 	return ops.Component{Name: "agent", Run: func(ctx context.Context) error {
 		if !cfg.Pool {
+			if err := queuePrompt(ctx, nc, cfg); err != nil {
+				return err
+			}
 			return runtime.Run(ctx, rcfg)
 		}
 		rt, err := runtime.New(ctx, rcfg)
@@ -98,28 +109,40 @@ func Component(nc *nats.Conn, cfg Config) (ops.Component, error) {
 }
 
 // startSession runs cfg.Session in rt and queues the prompt when the
-// Session is new. The prompt's fixed message id makes a quick restart's
-// second prompt a duplicate the inbox drops, not a second message.
+// Session is new.
 func startSession(ctx context.Context, nc *nats.Conn, rt *runtime.Runtime, cfg Config) error {
+	if err := queuePrompt(ctx, nc, cfg); err != nil {
+		return err
+	}
+	_, err := rt.Start(ctx, cfg.Session)
+	return err
+}
+
+// queuePrompt queues cfg.Prompt on cfg.PromptConn when the Session's log
+// (read on the agent's nc) is empty. The prompt's fixed message id makes a
+// quick restart's second prompt a duplicate the inbox drops, not a second
+// message; the agent splices it whenever it reads its inbox.
+func queuePrompt(ctx context.Context, nc *nats.Conn, cfg Config) error {
+	if cfg.Prompt == "" || cfg.Session == "" {
+		return nil
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "jetstream: %v", err)
+		return holdover.Wrap(err, holdover.CodeInternal, "jetstream")
 	}
 	stream, err := js.Stream(ctx, streams.SessionsStream)
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "find the Session logs: %v", err)
+		return holdover.Wrap(err, holdover.CodeInternal, "find the Session logs")
 	}
 	last, err := sessionlog.New(js, stream).Last(ctx, cfg.Session)
+	if err != nil || last > 0 {
+		return err
+	}
+	promptJS, err := jetstream.New(cfg.PromptConn)
 	if err != nil {
-		return err
+		return holdover.Wrap(err, holdover.CodeInternal, "jetstream")
 	}
-	if _, err := rt.Start(ctx, cfg.Session); err != nil {
-		return err
-	}
-	if cfg.Prompt == "" || last > 0 {
-		return nil
-	}
-	_, err = runtime.Steer(ctx, js, cfg.Session, "prompt-"+cfg.Session, cfg.Prompt)
+	_, err = runtime.Steer(ctx, promptJS, cfg.Session, "prompt-"+cfg.Session, cfg.Prompt)
 	return err
 }
 

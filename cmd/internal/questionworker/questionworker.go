@@ -24,6 +24,10 @@ type Config struct {
 	MetricsAddr string
 	// Streams says how the topology is stored when it is provisioned.
 	Streams streams.Config
+	// NoProvision looks the topology up instead of provisioning it: for
+	// worker credentials, which may not (provision with admin's, `holdover
+	// provision`).
+	NoProvision bool
 	// Service configures the userQuestions service (waits, claims, late answers).
 	Service userquestions.Config
 	Logger  *slog.Logger
@@ -32,11 +36,15 @@ type Config struct {
 // DefaultMetricsAddr serves metrics on loopback only.
 const DefaultMetricsAddr = "127.0.0.1:9464"
 
-// Components provisions the topology on js and returns the worker's parts
+// Components provisions (or looks up) the topology on js and returns the worker's parts
 // in start order: the metrics and health server, the projection worker,
 // then the userQuestions service. Pass them to [ops.Run].
 func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg Config) ([]ops.Component, error) {
-	topo, err := streams.Provision(ctx, js, cfg.Streams)
+	open := func() (*streams.Topology, error) { return streams.Provision(ctx, js, cfg.Streams) }
+	if cfg.NoProvision {
+		open = func() (*streams.Topology, error) { return streams.Open(ctx, js) }
+	}
+	topo, err := open()
 	if err != nil {
 		return nil, err
 	}

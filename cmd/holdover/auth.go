@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+const (
+	authSummary      = "write NATS credentials: an operator, one account per tenant, one credentials file per role"
+	provisionSummary = "create or update the JetStream streams and buckets (admin credentials)"
+)
+
+// runAuth runs `holdover auth init [--dir d] [tenant...]`.
+func runAuth(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "init" {
+		return usageError{"usage: holdover auth init [--dir auth] [tenant ...]"}
+	}
+	var dir string
+	fs := newFlags("auth init", "[tenant ...]", authSummary, stderr)
+	fs.StringVar(&dir, "dir", "auth", "folder for keys, account JWTs, credentials and the nats-server fragment; kept across runs (keys are reused)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	setup, err := auth.Init(abs, fs.Args()...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "NATS credentials in %s\n", abs)
+	fmt.Fprintf(stdout, "  server: include %s in the nats-server configuration\n", filepath.Join(abs, auth.ServerConfigFile))
+	for _, t := range setup.Tenants() {
+		var roles []string
+		for _, r := range auth.Roles {
+			roles = append(roles, string(r))
+		}
+		fmt.Fprintf(stdout, "  tenant %s (account %s): %s/{%s}.creds\n", t, setup.Account(t), filepath.Dir(setup.Creds(t, auth.Admin)), strings.Join(roles, ","))
+	}
+	fmt.Fprintln(stdout, "Give each process its role's file with --creds; provision once with `holdover provision --creds <admin.creds>`.")
+	return nil
+}
+
+// runProvision creates or updates the topology.
+func runProvision(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		natsCfg ops.NATSConfig
+		cfg     streams.Config
+	)
+	fs := newFlags("provision", "", provisionSummary, stderr)
+	natsCfg.RegisterFlags(fs)
+	fs.IntVar(&cfg.Replicas, "replicas", 1, "replicas per stream and bucket (3 on a cluster)")
+	fs.BoolVar(&cfg.Memory, "memory", false, "keep streams and buckets in memory (tests and demos only)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("provision takes no arguments, got %q", fs.Args())}
+	}
+	nc, js, err := natsCfg.Connect("holdover-provision", slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if _, err := streams.Provision(ctx, js, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "provisioned %s, %s, %s and the buckets %s, %s, %s\n", streams.SessionsStream, streams.InboxStream, streams.ClaimsStream,
+		streams.QuestionsBucket, streams.RootsBucket, streams.ReservationsBucket)
+	return nil
+}
