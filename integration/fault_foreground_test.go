@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -128,10 +129,10 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 	w := newFGWorld(t)
 	w.worker.Stop() // the worker under test is a process of its own
 	url := w.env.Server.ClientURL()
-	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", url, "-bound", fgBound.String())
+	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", url, "-creds", w.creds(auth.Worker), "-bound", fgBound.String())
 
 	log := sessionlog.New(w.env.JS, w.env.Topology.Sessions)
-	answerer := w.answerer(w.conn())
+	answerer := w.answerer(w.as(auth.Gateway))
 	qs := steertest.Questions("q1", "q2")
 	type call struct {
 		s    *steertest.Session
@@ -192,11 +193,12 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 	for _, c := range all {
 		c.s.Pending(c.id)
 	}
-	w.startWorker(w.conn())
+	w.startWorker(w.as(auth.Worker))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	user := userquestions.NewClient(w.as(auth.Gateway), 0) // answering is a gateway's right, never an agent's
 	for _, c := range all {
-		res, err := w.agent.Answer(ctx, holdover.AnswerRequest{Session: c.s.ID, CallID: c.id, Answers: steertest.Choose(qs)})
+		res, err := user.Answer(ctx, holdover.AnswerRequest{Session: c.s.ID, CallID: c.id, Answers: steertest.Choose(qs)})
 		require.NoError(t, err, "%s/%s", c.s.ID, c.id)
 		require.True(t, res.Accepted, "%s/%s is answerable", c.s.ID, c.id)
 	}
@@ -211,7 +213,7 @@ func TestFaultAgentKilledMidWait(t *testing.T) {
 	w := newFGWorld(t)
 	rec := w.watch("s1")
 	ref := w.live("s1")
-	victim := fgStart(t, fgProcBinary(t), "agent", "-nats", w.env.Server.ClientURL(), "-bound", fgBound.String(),
+	victim := fgStart(t, fgProcBinary(t), "agent", "-nats", w.env.Server.ClientURL(), "-creds", w.creds(auth.Agent), "-bound", fgBound.String(),
 		"-session", "s1", "-instance", ref.Instance, "-epoch", fmt.Sprint(ref.Epoch),
 		"-timed", fmt.Sprint(timed), "-keyed", fmt.Sprint(keyed))
 

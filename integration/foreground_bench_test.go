@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -184,7 +185,7 @@ func BenchmarkForegroundClaimRelease(b *testing.B) {
 		// Nobody watches yet: NO_PROVIDER, and the timed wait goes on (W6).
 		done := w.askTimed(context.Background(), w.agent, fgTimed("rel", fmt.Sprintf("c%d", round), ref, 5000))
 		w.waitsAre(w.worker, 1)
-		claimer := fgStart(b, bin, "claimer", "-nats", w.env.Server.ClientURL(), "-session", "rel", "-bound", fgBound.String())
+		claimer := fgStart(b, bin, "claimer", "-nats", w.env.Server.ClientURL(), "-creds", w.creds(auth.Gateway), "-session", "rel", "-bound", fgBound.String())
 		w.clock.Advance(time.Minute) // overdue, held only by the claim
 		fgPendingOnly(b, done)
 

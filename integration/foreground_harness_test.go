@@ -9,10 +9,13 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 )
@@ -26,8 +29,10 @@ const fgBound = userquestions.MinReleaseBound
 const fgPatience = 15 * time.Second
 
 // fgWorld is one worker of the userQuestions service on a real embedded
-// server, its Host deadlines on a fake clock, and an agent Client on its
-// own connection.
+// server with authentication on, its Host deadlines on a fake clock, and
+// an agent Client on its own connection. Each part connects with its own
+// role's credentials (worker, agent, gateway for answerers); conn is the
+// test's own view (admin).
 type fgWorld struct {
 	t      testing.TB
 	env    *embeddedtest.Env
@@ -39,22 +44,38 @@ type fgWorld struct {
 
 func newFGWorld(t testing.TB) *fgWorld {
 	t.Helper()
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	env := embeddedtest.StartSecure(t, streams.Config{Memory: true})
 	w := &fgWorld{
 		t:     t,
 		env:   env,
 		clock: clockwork.NewFakeClock(),
 		log:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
-	w.worker = w.startWorker(env.Conn)
+	w.worker = w.startWorker(w.as(auth.Worker))
 	w.agent = w.client()
 	return w
 }
 
-// startWorker runs a worker on nc, stopped when the test ends.
+// as opens a connection with role r's credentials, as a process of that
+// role would.
+func (w *fgWorld) as(r auth.Role) *nats.Conn {
+	w.t.Helper()
+	nc, _ := w.env.As(w.t, r)
+	return nc
+}
+
+// creds is role r's credentials file, for a process of that role.
+func (w *fgWorld) creds(r auth.Role) string { return w.env.Auth.Creds(w.env.Tenant, r) }
+
+// startWorker runs a worker on nc (a worker's credentials), over the
+// topology as nc sees it, stopped when the test ends.
 func (w *fgWorld) startWorker(nc *nats.Conn) *userquestions.Service {
 	w.t.Helper()
-	svc := userquestions.New(nc, w.env.JS, w.env.Topology, userquestions.Config{
+	js, err := jetstream.New(nc)
+	require.NoError(w.t, err)
+	top, err := streams.Open(context.Background(), js)
+	require.NoError(w.t, err)
+	svc := userquestions.New(nc, js, top, userquestions.Config{
 		Foreground: userquestions.ForegroundConfig{Clock: w.clock, ReleaseBound: fgBound},
 	}, w.log)
 	require.NoError(w.t, svc.Start(context.Background()))
@@ -65,17 +86,13 @@ func (w *fgWorld) startWorker(nc *nats.Conn) *userquestions.Service {
 	return svc
 }
 
-// conn opens a connection of its own, as a separate process would have.
-func (w *fgWorld) conn() *nats.Conn {
-	w.t.Helper()
-	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	return nc
-}
+// conn opens a connection of the test's own, with every right (admin).
+func (w *fgWorld) conn() *nats.Conn { return w.as(auth.Admin) }
 
 // client returns an agent Client on a connection of its own.
 func (w *fgWorld) client() *userquestions.Client {
 	w.t.Helper()
-	c := userquestions.NewClient(w.conn(), 0)
+	c := userquestions.NewClient(w.as(auth.Agent), 0)
 	c.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: fgBound, Log: w.log})
 	w.t.Cleanup(c.Close)
 	return c
@@ -90,10 +107,10 @@ func (w *fgWorld) answerer(nc *nats.Conn) *userquestions.Answerer {
 	return a
 }
 
-// watch watches sid with a fresh answerer on its own connection.
+// watch watches sid with a fresh answerer on a gateway's connection.
 func (w *fgWorld) watch(sid string) *fgRecorder {
 	w.t.Helper()
-	return w.watchWith(w.answerer(w.conn()), sid)
+	return w.watchWith(w.answerer(w.as(auth.Gateway)), sid)
 }
 
 func (w *fgWorld) watchWith(a *userquestions.Answerer, sid string) *fgRecorder {
@@ -105,13 +122,23 @@ func (w *fgWorld) watchWith(a *userquestions.Answerer, sid string) *fgRecorder {
 	return rec
 }
 
-// live registers a live runtime root for sid and returns its ref (M9).
+// live registers a live runtime root for sid, as its agent would, and
+// returns its ref (M9).
 func (w *fgWorld) live(sid string) *holdover.AgentRef {
 	w.t.Helper()
 	instance := "runtime-" + sid
-	epoch, err := w.worker.Roots().Register(context.Background(), sid, instance)
+	epoch, err := w.roots().Register(context.Background(), sid, instance)
 	require.NoError(w.t, err)
 	return &holdover.AgentRef{Instance: instance, Epoch: epoch}
+}
+
+// roots is the live-root registry as an agent runtime writes it.
+func (w *fgWorld) roots() *liveroot.Registry {
+	w.t.Helper()
+	_, js := w.env.As(w.t, auth.Agent)
+	kv, err := js.KeyValue(context.Background(), streams.RootsBucket)
+	require.NoError(w.t, err)
+	return liveroot.New(kv)
 }
 
 // waitsAre waits until the worker holds n live waits.

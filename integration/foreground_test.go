@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
 	"github.com/holdover-dev/holdover/waiter/waitertest"
@@ -217,7 +218,7 @@ func TestForegroundDelegationReleasesTheClaim(t *testing.T) {
 func TestForegroundKilledClientConnectionResumesTheDeadline(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	nc := w.conn()
+	nc := w.as(auth.Gateway)
 	rec := w.watchWith(w.answerer(nc), "s1")
 	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
 	d := rec.next(t)
@@ -246,8 +247,8 @@ func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 	for i := range recs {
 		recs[i] = w.watch("s1")
 	}
-	inbox := w.env.Conn.NewInbox()
-	agentNC := w.conn()
+	agentNC := w.as(auth.Agent)
+	inbox := agentNC.NewInbox()
 	replies, err := agentNC.SubscribeSync(inbox)
 	require.NoError(t, err)
 	body, err := json.Marshal(fgTimed("s1", "call-1", w.live("s1"), 60000))
@@ -329,7 +330,7 @@ func TestForegroundDeadAgentLeavesNoWait(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
 	rec := w.watch("s1")
-	nc := w.conn()
+	nc := w.as(auth.Agent)
 	agent := userquestions.NewClient(nc, 0)
 	agent.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: fgBound, Log: w.log})
 	ref := w.live("s1")
@@ -353,7 +354,7 @@ func TestForegroundDeadWorkerTurnsCallsPending(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
 	w.worker.Stop() // the world's own worker leaves; one on a connection of its own takes over
-	nc := w.conn()
+	nc := w.as(auth.Worker)
 	w.startWorker(nc)
 	rec := w.watch("s1")
 	done := w.askTimed(context.Background(), w.agent, fgTimed("s1", "call-1", w.live("s1"), 60000))
@@ -377,7 +378,7 @@ func TestForegroundStoppingWorkerHandsOver(t *testing.T) {
 	blocking := w.ask(context.Background(), w.agent, holdover.AskRequest{Session: "s1", CallID: "call-2", Agent: agent, Questions: fgQuestions})
 	first := rec.next(t)
 
-	w.startWorker(w.conn())
+	w.startWorker(w.as(auth.Worker))
 	w.worker.Stop()
 	assert.True(t, fgReturned(t, timed).out.Pending)
 
@@ -399,7 +400,7 @@ func TestForegroundMalformedBatchAnswersNothing(t *testing.T) {
 	_, done, d := w.watchedCall1(context.Background())
 
 	assert.Equal(t, holdover.CodeBadAnswer, holdover.CodeOf(d.Settle([]holdover.Answer{{ID: "other"}})), "checked before sending")
-	nc := w.conn()
+	nc := w.as(auth.Gateway)
 	for _, raw := range []string{
 		`{"kind":"settle","answers":[{"id":"other","selected":[]}]}`,
 		`{"kind":"settle","answers":[]}`,
@@ -437,7 +438,7 @@ func TestForegroundRefusals(t *testing.T) {
 	agent := w.live("s1")
 	stale := *agent
 	stale.Epoch--
-	_, err := w.worker.Roots().RegisterChild(context.Background(), "child", "runtime-child", "parent-agent")
+	_, err := w.roots().RegisterChild(context.Background(), "child", "runtime-child", "parent-agent")
 	require.NoError(t, err)
 
 	raw := func(op, body string) error {

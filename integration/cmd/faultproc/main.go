@@ -31,6 +31,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 )
@@ -42,6 +43,7 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	url := fs.String("nats", "", "NATS server URL")
+	creds := fs.String("creds", "", "NATS credentials of the process's role (auth on); the worker then uses the topology the test provisioned")
 	bound := fs.Duration("bound", userquestions.MinReleaseBound, "release bound of leases and claims")
 	session := fs.String("session", "", "agent: Session id")
 	instance := fs.String("instance", "", "agent: live-root instance")
@@ -59,13 +61,17 @@ func main() {
 	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	nc, err := nats.Connect(*url, nats.Name("faultproc-"+os.Args[1]))
+	secure, err := ops.NATSConfig{Creds: *creds}.Options()
+	if err != nil {
+		fail(err)
+	}
+	nc, err := nats.Connect(*url, append(secure, nats.Name("faultproc-"+os.Args[1]))...)
 	if err != nil {
 		fail(err)
 	}
 	switch os.Args[1] {
 	case "worker":
-		err = worker(nc, *bound, log)
+		err = worker(nc, *bound, *creds == "", log)
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed)
 		fmt.Println("ready")
@@ -89,15 +95,19 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// worker serves the userQuestions service on the topology the test made.
-func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
+// worker serves the userQuestions service on the topology the test made,
+// provisioning it when it may (no credentials: no authentication).
+func worker(nc *nats.Conn, bound time.Duration, provision bool, log *slog.Logger) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	top, err := streams.Provision(ctx, js, streams.Config{Memory: true})
+	top, err := streams.Open(ctx, js)
+	if provision {
+		top, err = streams.Provision(ctx, js, streams.Config{Memory: true})
+	}
 	if err != nil {
 		return err
 	}
