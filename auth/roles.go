@@ -85,9 +85,13 @@ const (
 	micro      = "$SRV."
 )
 
-func streamInfo(why string, names ...string) []Rule {
-	out := make([]Rule, 0, len(names))
-	for _, n := range names {
+// topology lets a role look up every stream and bucket of the topology
+// (streams.Open): their configuration and counts, never their messages.
+func topology() []Rule {
+	const why = "look the topology up (streams.Open): configuration and counts, no messages; it provisions nothing"
+	var out []Rule
+	for _, n := range []string{streams.SessionsStream, streams.InboxStream, streams.ClaimsStream,
+		kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket), kvStream(streams.ReservationsBucket)} {
 		out = append(out, Rule{jsAPI + "STREAM.INFO." + n, why})
 	}
 	return out
@@ -215,9 +219,7 @@ func Of(r Role) Permissions {
 func worker() Permissions {
 	p := Permissions{
 		Pub: concat(
-			streamInfo("look up the topology it works on (it provisions nothing)",
-				streams.SessionsStream, streams.InboxStream, streams.ClaimsStream,
-				kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket), kvStream(streams.ReservationsBucket)),
+			topology(),
 			[]Rule{
 				{jsAPI + "CONSUMER.CREATE." + streams.SessionsStream + ".>", "the shared durables (projection, reservations) and ordered reads of one Session's log (a fold catching up, a late answer's check)"},
 				{jsAPI + "CONSUMER.DURABLE.CREATE." + streams.SessionsStream + ".*", "the shared durables, on servers that create them there"},
@@ -285,7 +287,7 @@ func gateway() Permissions {
 				{streams.AllDiscards, "a Client's 'discard the queued reply' (P5), answered by the live root"},
 				{streams.OutcomePrefix + ".*.*", "a Client's outcome of a waterfall request (settle, reject, delegate)"},
 			},
-			streamInfo("look up what it reads", streams.SessionsStream, kvStream(streams.QuestionsBucket)),
+			topology(),
 			orderedRead(streams.SessionsStream, streams.AllEvents, "send a watched Session's events"),
 			orderedRead(kvStream(streams.QuestionsBucket), streams.KVSubjectPrefix+streams.QuestionsBucket+".*", "follow a watched Session's View"),
 			directGet(kvStream(streams.QuestionsBucket), "a watched Session's current View"),
@@ -311,8 +313,7 @@ func agent() Permissions {
 	return Permissions{
 		Pub: concat(
 			[]Rule{{streams.AllEvents, "append its Sessions' events, fenced by the expected last sequence"}},
-			streamInfo("look up what it writes and reads", streams.SessionsStream, streams.InboxStream,
-				kvStream(streams.RootsBucket), kvStream(streams.ReservationsBucket)),
+			topology(),
 			orderedRead(streams.SessionsStream, streams.AllEvents, "read a Session's log to resume it"),
 			directGet(streams.SessionsStream, "a Session's last event"),
 			orderedRead(streams.InboxStream, streams.AllInboxes, "read its Sessions' inboxes (steering, late answers)"),

@@ -10,7 +10,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
@@ -18,31 +20,63 @@ import (
 )
 
 // answerWorld is one embedded server with the topology, a Session log
-// writer and question workers, for the late-answer path (D6–D8).
+// writer and question workers, for the late-answer path (D6–D8). It runs
+// with authentication on: the log is written as an agent writes it,
+// workers run on worker credentials, answers come through a gateway's.
 type answerWorld struct {
 	t   testing.TB
 	env *embeddedtest.Env
 	log *sessionlog.Log
 }
 
-func newAnswerWorld(t testing.TB) *answerWorld {
+func newAnswerWorld(t testing.TB) *answerWorld { return newAnswerWorldAuth(t, true) }
+
+// newAnswerWorldAuth is newAnswerWorld with authentication on or off, for
+// benchmarks that measure what it costs.
+func newAnswerWorldAuth(t testing.TB, secure bool) *answerWorld {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	return &answerWorld{t: t, env: env, log: sessionlog.New(env.JS, env.Topology.Sessions)}
+	if secure {
+		env = embeddedtest.StartSecure(t, streams.Config{Memory: true})
+	}
+	w := &answerWorld{t: t, env: env}
+	_, js := env.As(t, auth.Agent)
+	w.log = sessionlog.New(js, w.open(js).Sessions)
+	return w
+}
+
+// open looks the topology up as js's credentials see it.
+func (w *answerWorld) open(js jetstream.JetStream) *streams.Topology {
+	top, err := streams.Open(context.Background(), js)
+	require.NoError(w.t, err)
+	return top
 }
 
 // worker starts a userQuestions service on a connection of its own.
 func (w *answerWorld) worker() *userquestions.Service {
-	nc, js := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	svc := userquestions.New(nc, js, w.env.Topology, userquestions.Config{}, slog.New(slog.DiscardHandler))
+	nc, js := w.env.As(w.t, auth.Worker)
+	svc := userquestions.New(nc, js, w.open(js), userquestions.Config{}, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
 	return svc
 }
 
-// client returns a service client on a connection of its own.
+// client returns a service client that answers, as a gateway does for
+// its users, on a connection of its own.
 func (w *answerWorld) client() *userquestions.Client {
-	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
+	nc, _ := w.env.As(w.t, auth.Gateway)
 	return userquestions.NewClient(nc, 30*time.Second)
+}
+
+// agent returns a service client that asks, as an agent runtime does.
+func (w *answerWorld) agent() *userquestions.Client {
+	nc, _ := w.env.As(w.t, auth.Agent)
+	return userquestions.NewClient(nc, 30*time.Second)
+}
+
+// roots is the live-root registry as agent runtimes write it.
+func (w *answerWorld) roots() *liveroot.Registry {
+	_, js := w.env.As(w.t, auth.Agent)
+	return liveroot.New(w.open(js).Roots)
 }
 
 // inboxOf reads every message queued for Session sid, as a runtime would.
@@ -72,6 +106,6 @@ func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
 
 // conn opens one more connection to the world's server.
 func (w *answerWorld) conn() *nats.Conn {
-	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
+	nc, _ := w.env.As(w.t, auth.Admin)
 	return nc
 }

@@ -17,12 +17,12 @@ import (
 // as a new root may ask again.
 func TestM9LiveRootOverNATS(t *testing.T) {
 	w := newAnswerWorld(t)
-	svc := w.worker()
-	c := w.client()
+	w.worker()
+	c := w.agent()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	roots := svc.Roots()
+	roots := w.roots()
 	ask := func(callID string, agent holdover.AgentRef) (holdover.Outcome, error) {
 		return c.AskTimed(ctx, holdover.AskTimedRequest{
 			Session: "s1", CallID: callID, Agent: &agent,
