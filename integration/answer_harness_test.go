@@ -12,8 +12,8 @@ import (
 
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
-	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"

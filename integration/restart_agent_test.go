@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
-	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
@@ -128,7 +128,7 @@ say Done.`)
 // test sees the foreground wait reach a Client and end.
 func (w *restartWorld) watch() *fgRecorder {
 	w.t.Helper()
-	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
+	nc, _ := w.env.As(w.t, auth.Gateway)
 	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: userquestions.MinReleaseBound, Log: slog.New(slog.DiscardHandler)})
 	require.NoError(w.t, err)
 	w.t.Cleanup(a.Close)

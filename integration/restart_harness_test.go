@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/liveroot"
@@ -79,8 +80,10 @@ func shippedBinaries(t *testing.T) (holdoverBin, workerBin string) {
 	return shipped.holdover, shipped.worker
 }
 
-// restartWorld is a real NATS server with file storage in this process,
-// a question-worker process, and agent processes the test starts and kills.
+// restartWorld is a real NATS server with file storage and authentication
+// in this process, a question-worker process, and agent processes the
+// test starts and kills, each on its own role's credentials. The test's
+// own reads are an admin's.
 type restartWorld struct {
 	*runtimetest.Logs // reads and awaits the Session log
 	t                 *testing.T
@@ -100,7 +103,7 @@ const restartSession = "s1"
 func newRestartWorld(t *testing.T, script string) *restartWorld {
 	t.Helper()
 	holdoverBin, workerBin := shippedBinaries(t)
-	env := embeddedtest.Start(t, streams.Config{}) // the worker's own configuration: file storage
+	env := embeddedtest.StartSecure(t, streams.Config{}) // the worker's own configuration: file storage
 	ctx := context.Background()
 	w := &restartWorld{
 		t: t, ctx: ctx, env: env, holdover: holdoverBin,
@@ -110,10 +113,10 @@ func newRestartWorld(t *testing.T, script string) *restartWorld {
 		roots:  liveroot.New(env.Topology.Roots),
 	}
 	require.NoError(t, os.WriteFile(w.script, []byte(script), 0o600))
-	w.worker = w.spawn("question-worker", workerBin, "--nats", env.Server.ClientURL(),
+	w.worker = w.spawn("question-worker", workerBin, "--nats", env.Server.ClientURL(), "--creds", w.creds(auth.Worker), "--provision=false",
 		"--metrics-addr", "127.0.0.1:0", "--release-bound", userquestions.MinReleaseBound.String())
-	// The worker serves once the service answers a ping; it provisioned
-	// the topology the test made already, with the same configuration.
+	// The worker serves once the service answers a ping; it uses the
+	// topology the test's admin provisioned.
 	ping, err := micro.ControlSubject(micro.PingVerb, userquestions.Name, "")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -121,11 +124,14 @@ func newRestartWorld(t *testing.T, script string) *restartWorld {
 		return err == nil
 	}, restartPatience, 10*time.Millisecond, "the question worker never served (its log follows)")
 
-	userConn, _ := embeddedtest.Connect(t, env.Server.ClientURL())
+	userConn, _ := env.As(t, auth.Gateway) // a user answers through a gateway
 	w.user = userquestions.NewClient(userConn, restartPatience)
 	t.Cleanup(w.user.Close)
 	return w
 }
+
+// creds is role r's credentials file.
+func (w *restartWorld) creds(r auth.Role) string { return w.env.Auth.Creds(w.env.Tenant, r) }
 
 // spawn starts a process that is killed when the test ends; whatever
 // happened to it, its log must show no data race.
@@ -144,7 +150,7 @@ func (w *restartWorld) spawn(name, bin string, args ...string) *fgProc {
 func (w *restartWorld) agent(args ...string) *fgProc {
 	w.t.Helper()
 	return w.spawn("holdover agent", w.holdover, append([]string{"agent", "--nats", w.env.Server.ClientURL(),
-		"--script", w.script, "--ask-mode", "timed", "--log-level", "debug"}, args...)...)
+		"--creds", w.creds(auth.Agent), "--prompt-creds", w.creds(auth.Admin), "--script", w.script, "--ask-mode", "timed", "--log-level", "debug"}, args...)...)
 }
 
 // stop asks a process to stop as Ctrl-C or an orchestrator does and
@@ -169,7 +175,7 @@ func (w *restartWorld) inspect() (int, string) {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(w.ctx, restartPatience)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, w.holdover, "inspect", "--nats", w.env.Server.ClientURL(), restartSession).CombinedOutput()
+	out, err := exec.CommandContext(ctx, w.holdover, "inspect", "--nats", w.env.Server.ClientURL(), "--creds", w.creds(auth.Operator), restartSession).CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return exit.ExitCode(), string(out)
