@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
@@ -51,7 +52,7 @@ type agentWorld struct {
 func newAgentWorld(t *testing.T, script string) *agentWorld {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	env := embeddedtest.StartSecure(t, streams.Config{Memory: true})
 	s, err := scripted.Parse(script)
 	require.NoError(t, err)
 	w := &agentWorld{
@@ -63,14 +64,18 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 
-	nc, js := embeddedtest.Connect(t, env.Server.ClientURL())
-	w.worker = userquestions.New(nc, js, env.Topology, userquestions.Config{}, quiet)
+	// Every part on its own role's credentials; the test's own reads and
+	// its prompts (a user's messages) are an admin's.
+	nc, js := env.As(t, auth.Worker)
+	top, err := streams.Open(ctx, js)
+	require.NoError(t, err)
+	w.worker = userquestions.New(nc, js, top, userquestions.Config{}, quiet)
 	require.NoError(t, w.worker.Start(ctx))
 	t.Cleanup(w.worker.Stop)
-	folder := projection.NewWorker(projection.NewStore(js, env.Topology.Sessions, env.Topology.Questions), projection.WorkerConfig{Logger: quiet})
+	folder := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), projection.WorkerConfig{Logger: quiet})
 	w.agents.Go(func() { _ = folder.Run(ctx) })
 
-	userConn, _ := embeddedtest.Connect(t, env.Server.ClientURL())
+	userConn, _ := env.As(t, auth.Gateway)
 	w.user = userquestions.NewClient(userConn, agentPatience)
 	t.Cleanup(w.user.Close)
 	t.Cleanup(func() { // first: stop the agents before what they use
@@ -83,7 +88,7 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 // runtime starts a runtime process on a connection of its own.
 func (w *agentWorld) runtime(instance string) *runtime.Runtime {
 	w.t.Helper()
-	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
+	nc, _ := w.env.As(w.t, auth.Agent)
 	questions := userquestions.NewClient(nc, agentPatience)
 	w.t.Cleanup(questions.Close)
 	rt, err := runtime.New(w.ctx, runtime.Config{
