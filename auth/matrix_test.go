@@ -209,6 +209,23 @@ func actions(w *world) []action {
 				_, err := p.nc.Subscribe(auth.Worker.InboxPrefix()+".>", func(*nats.Msg) {})
 				return err
 			}},
+		{name: "hold a worker's lease", allowed: only(auth.Worker, auth.Admin),
+			act: func(ctx context.Context, p *prober) error {
+				id := "w-" + string(p.role)
+				_, err := lease.HoldConsumer(ctx, p.nc, p.js, lease.Name(streams.LeaseWorker, id), lease.Subject(streams.LeaseWorker, id), time.Minute, nil, func(*nats.Msg) {})
+				return err
+			}},
+		{name: "hold a caller lease", allowed: only(auth.Agent, auth.Admin),
+			act: func(ctx context.Context, p *prober) error {
+				id := "c-" + string(p.role)
+				_, err := lease.HoldConsumer(ctx, p.nc, p.js, lease.Name(streams.LeaseCaller, id), lease.Subject(streams.LeaseCaller, id), time.Minute, nil, func(*nats.Msg) {})
+				return err
+			}},
+		{name: "serve the answer endpoint", allowed: only(auth.Worker, auth.Admin),
+			act: func(ctx context.Context, p *prober) error {
+				_, err := p.nc.QueueSubscribe(streams.ServicePrefix+"."+streams.EndpointAnswer, "q", func(*nats.Msg) {})
+				return err
+			}},
 		{name: "delete a claim", allowed: only(auth.Worker, auth.Gateway, auth.Admin),
 			prepare: func(t *testing.T, w *world) { w.holdClaim(t) },
 			act:     api(jsAPI("CONSUMER.DELETE."+streams.ClaimsStream+"."+w.claim), nil)},
