@@ -178,7 +178,7 @@ func (p Permissions) jwt() jwt.Permissions {
 		Pub: jwt.Permission{Allow: subjects(p.Pub), Deny: subjects(p.DenyPub)},
 		Sub: jwt.Permission{Allow: subjects(p.Sub), Deny: subjects(p.DenySub)},
 	}
-	if p.Replies != nil {
+	if p.Replies != "" {
 		out.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: ReplyWindow}
 	}
 	return out

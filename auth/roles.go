@@ -66,10 +66,11 @@ type Rule struct {
 type Permissions struct {
 	Pub, Sub         []Rule
 	DenyPub, DenySub []Rule
-	// Replies, when set, lets the role publish one reply to each request
-	// it received, within ReplyWindow, on whatever reply subject the
-	// request named (NATS "allow_responses"): for requests answered at once.
-	Replies *Rule
+	// Replies, when not empty, says why the role may publish one reply to
+	// each request it received, within ReplyWindow, on whatever reply
+	// subject the request named (NATS "allow_responses"): for requests it
+	// answers at once.
+	Replies string
 }
 
 // ReplyWindow bounds how long after a request a role with
@@ -342,7 +343,7 @@ func agent() Permissions {
 			},
 		),
 		DenyPub: workerDurables(),
-		Replies: &Rule{"(replies)", "answer resume and discard requests at once"},
+		Replies: "it answers resume and discard requests at once, whoever sent them",
 	}
 }
 
