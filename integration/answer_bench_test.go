@@ -29,41 +29,17 @@ import (
 // which has a live root, so no resume request follows (D7).
 func BenchmarkLateAnswer(b *testing.B) {
 	w := newAnswerWorld(b)
-	svc := w.worker()
-	c := w.client()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	store := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions)
-	go func() { _ = projection.NewWorker(store, projection.WorkerConfig{}).Run(ctx) }()
-
-	qs := steertest.Questions("q1", "q2")
-	answers := steertest.Choose(qs)
-	sids := make([]string, b.N)
-	for i := range sids {
-		sids[i] = fmt.Sprintf("bench-%d", i)
-		s := steertest.NewSession(b, w.log, sids[i])
-		s.Continued("call-1", qs)
-		if _, err := svc.Roots().Register(ctx, sids[i], "runtime-1"); err != nil {
-			b.Fatal(err)
-		}
-	}
-	waitFolded(b, store, sids)
-
-	raw := rawPublisher(b, w.env.JS, qs, answers)
+	answer := lateAnswers(b, w)
+	raw := rawPublisher(b, w.env.JS, steertest.Questions("q1", "q2"), steertest.Choose(steertest.Questions("q1", "q2")))
 	raw(-1) // the stream's first message on the subject
 
 	lat := make([]time.Duration, b.N)
 	rawLat := make([]time.Duration, b.N)
 	var total, rawTotal time.Duration
 	b.ResetTimer()
-	for i, sid := range sids {
+	for i := range b.N {
 		rawLat[i] = raw(i)
-		start := time.Now()
-		res, err := c.Answer(ctx, holdover.AnswerRequest{Session: sid, CallID: "call-1", Answers: answers})
-		lat[i] = time.Since(start)
-		if err != nil || !res.Accepted {
-			b.Fatalf("answer %s: %+v %v", sid, res, err)
-		}
+		lat[i] = answer(i)
 		total += lat[i]
 		rawTotal += rawLat[i]
 	}
@@ -75,6 +51,61 @@ func BenchmarkLateAnswer(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2])/float64(rawLat[len(rawLat)/2]), "x-raw-publish-p50")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// lateAnswers prepares b.N Sessions in w, each with a continued call, a
+// caught-up View and a live root, and returns the timed late answer to
+// Session i, given as a gateway gives it.
+func lateAnswers(b *testing.B, w *answerWorld) func(i int) time.Duration {
+	w.worker()
+	c := w.client()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	store := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions)
+	go func() { _ = projection.NewWorker(store, projection.WorkerConfig{}).Run(ctx) }()
+
+	qs := steertest.Questions("q1", "q2")
+	answers := steertest.Choose(qs)
+	roots := w.roots()
+	sids := make([]string, b.N)
+	for i := range sids {
+		sids[i] = fmt.Sprintf("bench-%d", i)
+		s := steertest.NewSession(b, w.log, sids[i])
+		s.Continued("call-1", qs)
+		if _, err := roots.Register(ctx, sids[i], "runtime-1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitFolded(b, store, sids)
+	return func(i int) time.Duration {
+		start := time.Now()
+		res, err := c.Answer(ctx, holdover.AnswerRequest{Session: sids[i], CallID: "call-1", Answers: answers})
+		took := time.Since(start)
+		if err != nil || !res.Accepted {
+			b.Fatalf("answer %s: %+v %v", sids[i], res, err)
+		}
+		return took
+	}
+}
+
+// What authentication costs a late answer: the same answers in a world
+// with it on and in one without, one in each by turns so both see the same
+// machine; the p50 and p99 ratios, auth on over off.
+func BenchmarkLateAnswerAuthCost(b *testing.B) {
+	open, secure := lateAnswers(b, newAnswerWorldAuth(b, false)), lateAnswers(b, newAnswerWorld(b))
+	on := make([]time.Duration, b.N)
+	off := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		off[i] = open(i)
+		on[i] = secure(i)
+	}
+	b.StopTimer()
+	for _, q := range []float64{0.5, 0.99} {
+		b.ReportMetric(float64(fgQuantile(on, q))/float64(fgQuantile(off, q)), fmt.Sprintf("auth/noauth-p%d", int(q*100)))
+	}
+	b.ReportMetric(fgMicros(fgQuantile(on, 0.5)), "auth-p50-µs")
+	b.ReportMetric(fgMicros(fgQuantile(off, 0.5)), "noauth-p50-µs")
 }
 
 // rawPublisher returns a function that times one synchronous publish of a

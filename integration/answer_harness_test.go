@@ -34,10 +34,11 @@ func newAnswerWorld(t testing.TB) *answerWorld { return newAnswerWorldAuth(t, tr
 // newAnswerWorldAuth is newAnswerWorld with authentication on or off, for
 // benchmarks that measure what it costs.
 func newAnswerWorldAuth(t testing.TB, secure bool) *answerWorld {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	start := embeddedtest.Start
 	if secure {
-		env = embeddedtest.StartSecure(t, streams.Config{Memory: true})
+		start = func(t testing.TB, cfg streams.Config) *embeddedtest.Env { return embeddedtest.StartSecure(t, cfg) }
 	}
+	env := start(t, streams.Config{Memory: true})
 	w := &answerWorld{t: t, env: env}
 	_, js := env.As(t, auth.Agent)
 	w.log = sessionlog.New(js, w.open(js).Sessions)

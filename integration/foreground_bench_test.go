@@ -45,6 +45,7 @@ func fgMicros(d time.Duration) float64 { return float64(d) / float64(time.Micros
 func BenchmarkForegroundLatency(b *testing.B) {
 	w := newFGWorld(b) // Host deadlines on a fake clock never fire
 	responder := w.conn()
+	call := fgBenchCalls(b, w)
 	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
 	require.NoError(b, err)
 	require.NoError(b, responder.Flush())
@@ -56,22 +57,6 @@ func BenchmarkForegroundLatency(b *testing.B) {
 		require.NoError(b, err)
 		return time.Since(start)
 	}
-
-	client := &fgAutoAnswer{b: b, answered: make(chan [2]time.Time, 1)}
-	watch, err := w.answerer(w.conn()).Watch(context.Background(), "bench", client)
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = watch.Close(context.Background()) })
-	ref := w.live("bench")
-	call := func(i int) (deliver, answer time.Duration) {
-		start := time.Now()
-		out, err := w.agent.AskTimed(context.Background(), fgTimed("bench", fmt.Sprintf("c%d", i), ref, 600_000))
-		end := time.Now()
-		require.NoError(b, err)
-		require.Len(b, out.Answers, 1)
-		at := <-client.answered
-		return at[0].Sub(start), end.Sub(at[1])
-	}
-	call(-1) // the agent's lease and the worker's lease watch are made once
 
 	// The raw round trip is measured between the calls, so both see the
 	// same machine: on a shared one, load comes and goes.
@@ -99,6 +84,53 @@ func BenchmarkForegroundLatency(b *testing.B) {
 	}
 	b.ReportMetric(fgMicros(rawP50), "raw-rtt-p50-µs")
 	b.ReportMetric(fgMicros(rawP99), "raw-rtt-p99-µs")
+}
+
+// fgBenchCalls watches Session "bench" in w with a Client that answers at
+// once (on a gateway's connection) and returns one timed call by w's agent:
+// askTimed → request delivered, and Client answer → result at the caller.
+func fgBenchCalls(b *testing.B, w *fgWorld) func(i int) (deliver, answer time.Duration) {
+	client := &fgAutoAnswer{b: b, answered: make(chan [2]time.Time, 1)}
+	watch, err := w.answerer(w.as(auth.Gateway)).Watch(context.Background(), "bench", client)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = watch.Close(context.Background()) })
+	ref := w.live("bench")
+	call := func(i int) (deliver, answer time.Duration) {
+		start := time.Now()
+		out, err := w.agent.AskTimed(context.Background(), fgTimed("bench", fmt.Sprintf("c%d", i), ref, 600_000))
+		end := time.Now()
+		require.NoError(b, err)
+		require.Len(b, out.Answers, 1)
+		at := <-client.answered
+		return at[0].Sub(start), end.Sub(at[1])
+	}
+	call(-1) // the agent's lease and the worker's lease watch are made once
+	return call
+}
+
+// What authentication costs the foreground path: the same timed calls in a
+// world with it on (every part on its role's credentials, every message
+// checked against its permissions) and in one without, one call in each by
+// turns so both see the same machine. Reported as the p50 and p99 ratios,
+// auth on over off, of delivery and of the answer's way back.
+func BenchmarkForegroundAuthCost(b *testing.B) {
+	open, secure := fgBenchCalls(b, newFGWorldAuth(b, false)), fgBenchCalls(b, newFGWorld(b))
+	var on, off [2][]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		d, a := open(i)
+		off[0], off[1] = append(off[0], d), append(off[1], a)
+		d, a = secure(i)
+		on[0], on[1] = append(on[0], d), append(on[1], a)
+	}
+	b.StopTimer()
+	for k, name := range []string{"deliver", "answer"} {
+		for _, q := range []float64{0.5, 0.99} {
+			b.ReportMetric(float64(fgQuantile(on[k], q))/float64(fgQuantile(off[k], q)), fmt.Sprintf("%s-auth/noauth-p%d", name, int(q*100)))
+		}
+		b.ReportMetric(fgMicros(fgQuantile(on[k], 0.5)), name+"-auth-p50-µs")
+		b.ReportMetric(fgMicros(fgQuantile(off[k], 0.5)), name+"-noauth-p50-µs")
+	}
 }
 
 // fgAutoAnswer is a Client that answers every request the moment it is

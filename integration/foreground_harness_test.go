@@ -42,9 +42,17 @@ type fgWorld struct {
 	log    *slog.Logger
 }
 
-func newFGWorld(t testing.TB) *fgWorld {
+func newFGWorld(t testing.TB) *fgWorld { return newFGWorldAuth(t, true) }
+
+// newFGWorldAuth is newFGWorld with authentication on or off, for the
+// benchmark that measures what it costs.
+func newFGWorldAuth(t testing.TB, secure bool) *fgWorld {
 	t.Helper()
-	env := embeddedtest.StartSecure(t, streams.Config{Memory: true})
+	start := embeddedtest.Start
+	if secure {
+		start = func(t testing.TB, cfg streams.Config) *embeddedtest.Env { return embeddedtest.StartSecure(t, cfg) }
+	}
+	env := start(t, streams.Config{Memory: true})
 	w := &fgWorld{
 		t:     t,
 		env:   env,
