@@ -8,6 +8,7 @@ require (
 	github.com/cockroachdb/errors v1.13.0
 	github.com/coder/websocket v1.8.15
 	github.com/dop251/goja v0.0.0-20260311135729-065cd970411c
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/goccy/go-json v0.12.0
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/nats-io/jwt/v2 v2.8.3

@@ -72,6 +72,14 @@ type Limits struct {
 	WriteTimeout time.Duration
 	// CallTimeout bounds one RPC call. 0 means 10 s.
 	CallTimeout time.Duration
+	// MaxConnsPerToken bounds the connections one token holds at once.
+	// 0 means 16.
+	MaxConnsPerToken int
+	// TokenFramesPerSecond and TokenBurst bound the frames all of one
+	// token's connections send together. 0 means 100 per second with a
+	// burst of 200.
+	TokenFramesPerSecond float64
+	TokenBurst           int
 }
 
 // withDefaults fills in the zero fields.
@@ -97,6 +105,11 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxStreams, 64)
 	def(&l.MaxCalls, 16)
 	def(&l.SendQueue, 256)
+	def(&l.MaxConnsPerToken, 16)
+	if l.TokenFramesPerSecond <= 0 {
+		l.TokenFramesPerSecond = 100
+	}
+	def(&l.TokenBurst, 200)
 	defDur(&l.HelloTimeout, 10*time.Second)
 	defDur(&l.WriteTimeout, 10*time.Second)
 	defDur(&l.CallTimeout, 10*time.Second)

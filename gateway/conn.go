@@ -35,9 +35,12 @@ type conn struct {
 	wrote  chan struct{} // closed when the writer has stopped
 	closed chan struct{} // closed when the socket is
 
-	// grant is set by hello, before any goroutine that reads it starts.
-	grant Grant
-	said  atomic.Bool // hello went through
+	// grant is set by hello, before any goroutine that reads it starts,
+	// and so are the token's share of its limits and the expiry timer.
+	grant    Grant
+	said     atomic.Bool // hello went through
+	tokenUse *tokenUse
+	expiry   *time.Timer
 
 	closeOnce   sync.Once
 	closeStatus websocket.StatusCode
@@ -116,6 +119,8 @@ func (c *conn) readLoop(hello *time.Timer) {
 			return
 		case !releases(f.Type) && !c.limiter.Allow():
 			c.fail(f.ID, holdover.Newf(CodeRateLimited, "more than %g frames a second; this frame was dropped", c.s.lim.FramesPerSecond))
+		case !releases(f.Type) && !c.tokenAllows():
+			c.fail(f.ID, holdover.Newf(CodeRateLimited, "this token's connections sent more than %g frames a second together; this frame was dropped", c.s.lim.TokenFramesPerSecond))
 		case err != nil:
 			c.fail(f.ID, err)
 		case f.Type == typeHello:
@@ -207,12 +212,15 @@ func (c *conn) hello(f inFrame) bool {
 	if token == "" {
 		token = c.urlToken
 	}
-	grant, ok := c.s.cfg.Tokens.Lookup(token)
-	if ok && f.Token != "" && c.urlToken != "" && f.Token != c.urlToken {
-		ok = false
+	grant, err := c.s.cfg.Tokens.Authenticate(token)
+	if err == nil && f.Token != "" && c.urlToken != "" && f.Token != c.urlToken {
+		err = holdover.New(CodeUnauthorized, "the token in hello is not the one in the address")
 	}
-	if !ok {
-		c.closeWith(closeUnauthorized, holdover.New(CodeUnauthorized, "the access token is missing or unknown"))
+	if err != nil {
+		c.closeWith(closeUnauthorized, err)
+		return false
+	}
+	if !c.admitToken(grant) {
 		return false
 	}
 	c.grant = grant
@@ -499,6 +507,7 @@ func (c *conn) writeLoop() {
 // the Session feeds, passes on every request it still holds (W4), and
 // waits for the socket to close.
 func (c *conn) teardown() {
+	defer c.releaseToken()
 	c.cancel()
 	<-c.wrote
 	c.mu.Lock()

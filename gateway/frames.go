@@ -36,6 +36,9 @@ const (
 	CodeLimit holdover.Code = "LIMIT_EXCEEDED"
 	// CodeUnavailable: the gateway cannot reach the backend right now.
 	CodeUnavailable holdover.Code = "UNAVAILABLE"
+	// CodeTooManyConnections: the token already holds
+	// Limits.MaxConnsPerToken connections; the new one is closed (4429).
+	CodeTooManyConnections holdover.Code = "TOO_MANY_CONNECTIONS"
 )
 
 // The frame types a Client sends.

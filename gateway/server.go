@@ -25,6 +25,7 @@ type Server struct {
 	m        *gatewayMetrics
 	services map[string]*Service
 	hubs     *hubs
+	tokens   *tokenLimits
 	handler  http.Handler
 
 	// ctx ends when the server shuts down; every connection ends with it.
@@ -61,6 +62,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hubs = newHubs(s)
+	s.tokens = newTokenLimits(s.lim)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWebSocket)
@@ -70,7 +72,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Files != nil {
 		mux.Handle("GET /", http.FileServerFS(cfg.Files))
 	}
-	s.handler = mux
+	s.handler = secureHeaders(mux)
 	return s, nil
 }
 

@@ -22,14 +22,22 @@ import (
 // serve runs a Server on a real embedded NATS server and returns its base
 // URL and the function that shuts it down.
 func serve(t *testing.T) (base string, srv *Server, shutdown func()) {
+	return serveWith(t, func(*Config) {})
+}
+
+// serveWith is serve with a configuration edited by change (its token
+// table, limits).
+func serveWith(t *testing.T, change func(*Config)) (base string, srv *Server, shutdown func()) {
 	t.Helper()
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	tokens, err := NewTokens(map[string]Grant{"t": {User: "ana", Sessions: []string{"s1"}}})
 	require.NoError(t, err)
-	srv, err = New(Config{
+	cfg := Config{
 		NATS: env.Conn, JetStream: env.JS, Tokens: tokens,
 		Files: fstest.MapFS{"index.html": {Data: []byte("<p>holdover</p>")}},
-	})
+	}
+	change(&cfg)
+	srv, err = New(cfg)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

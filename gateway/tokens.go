@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/streams"
@@ -26,6 +28,33 @@ type Grant struct {
 	// Sessions are the Session ids the token may watch, answer and call
 	// for; ["*"] allows every Session.
 	Sessions []string `json:"sessions"`
+	// Expires is when a signed token's grant ends; its connections are
+	// closed then. Zero for a static token, which lasts while listed.
+	Expires time.Time `json:"-"`
+
+	// key identifies the token for per-token limits: its digest, never
+	// the token itself.
+	key [sha256.Size]byte
+}
+
+// check refuses a grant without a user or Sessions, or with a Session id
+// that is neither "*" nor valid, so a typo fails where it is made.
+func (g Grant) check() error {
+	if g.User == "" {
+		return holdover.New(holdover.CodeBadRequest, "tokens: a token has no user")
+	}
+	if len(g.Sessions) == 0 {
+		return holdover.Newf(holdover.CodeBadRequest, "tokens: the token of user %q lists no Sessions", g.User)
+	}
+	for _, sid := range g.Sessions {
+		if sid == AllSessions {
+			continue
+		}
+		if err := streams.CheckSession(sid); err != nil {
+			return holdover.Newf(holdover.CodeBadRequest, "tokens: user %q: %v", g.User, err)
+		}
+	}
+	return nil
 }
 
 // Allows reports whether the grant covers Session sid.
@@ -33,11 +62,13 @@ func (g Grant) Allows(sid string) bool {
 	return slices.Contains(g.Sessions, AllSessions) || slices.Contains(g.Sessions, sid)
 }
 
-// Tokens is the gateway's token table. Look-ups compare every token in
-// constant time, so response timing says nothing about how close a guess
-// came.
+// Tokens is the gateway's token table: static tokens from a file (for dev
+// and small setups), and signed short-lived tokens when a JWT key is
+// configured (WithJWT). Look-ups compare every static token in constant
+// time, so response timing says nothing about how close a guess came.
 type Tokens struct {
 	entries []tokenEntry
+	jwt     *jwtVerifier
 }
 
 type tokenEntry struct {
@@ -61,19 +92,11 @@ func NewTokens(grants map[string]Grant) (*Tokens, error) {
 		if token == "" {
 			return nil, holdover.New(holdover.CodeBadRequest, "tokens: a token is empty")
 		}
-		if g.User == "" {
-			return nil, holdover.New(holdover.CodeBadRequest, "tokens: a token has no user")
+		if looksSigned(token) {
+			return nil, holdover.Newf(holdover.CodeBadRequest, "tokens: the token of user %q has two dots, as a signed token has; static tokens must not", g.User)
 		}
-		if len(g.Sessions) == 0 {
-			return nil, holdover.Newf(holdover.CodeBadRequest, "tokens: the token of user %q lists no Sessions", g.User)
-		}
-		for _, sid := range g.Sessions {
-			if sid == AllSessions {
-				continue
-			}
-			if err := streams.CheckSession(sid); err != nil {
-				return nil, holdover.Newf(holdover.CodeBadRequest, "tokens: user %q: %v", g.User, err)
-			}
+		if err := g.check(); err != nil {
+			return nil, err
 		}
 		g.Sessions = slices.Clone(g.Sessions)
 		t.entries = append(t.entries, tokenEntry{digest: sha256.Sum256([]byte(token)), grant: g})
@@ -109,7 +132,37 @@ func LoadTokens(path string) (*Tokens, error) {
 	return t, nil
 }
 
-// Lookup returns the grant of token. It hashes the token and compares the
+// WithJWT makes t accept signed tokens as cfg says, besides its static
+// ones; with a JWKS URL it fetches the key set before it returns.
+func (t *Tokens) WithJWT(ctx context.Context, cfg JWTConfig) error {
+	v, err := newJWTVerifier(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	t.jwt = v
+	return nil
+}
+
+// Authenticate returns the grant of a static or signed token, or an
+// UNAUTHORIZED error that says why not (never naming the token).
+func (t *Tokens) Authenticate(token string) (Grant, error) {
+	var g Grant
+	if t != nil && t.jwt != nil && looksSigned(token) {
+		var err error
+		if g, err = t.jwt.verify(token); err != nil {
+			return Grant{}, err
+		}
+	} else {
+		var ok bool
+		if g, ok = t.Lookup(token); !ok {
+			return Grant{}, holdover.New(CodeUnauthorized, "the access token is missing or unknown")
+		}
+	}
+	g.key = sha256.Sum256([]byte(token))
+	return g, nil
+}
+
+// Lookup returns the grant of a static token. It hashes the token and compares the
 // digest with every entry without stopping early, so neither the position
 // nor the prefix of a match shows in the time it takes.
 func (t *Tokens) Lookup(token string) (Grant, bool) {

@@ -11,6 +11,11 @@
 //	{"tokens": {"<token>": {"user": "ana", "sessions": ["s1", "s2"]}}}
 //
 // ["*"] grants every Session. Open http://<listen>/?token=<token>&session=<id>.
+//
+// An application that grants Sessions all day issues short-lived signed
+// tokens instead (docs/protocol.md, "Signed tokens"): give the gateway its
+// public key (--jwt-key, a PEM key or a JWKS file) or its JWKS URL
+// (--jwks-url); the static file is then optional.
 package main
 
 import (
@@ -36,6 +41,8 @@ import (
 type config struct {
 	listen  string
 	tokens  string
+	jwtKey  string
+	jwt     gateway.JWTConfig
 	origins stringList
 	release time.Duration
 	nats    ops.NATSConfig
@@ -47,6 +54,10 @@ func main() {
 	fs := flag.NewFlagSet("gateway", flag.ExitOnError)
 	fs.StringVar(&cfg.listen, "listen", envOr("HOLDOVER_GATEWAY_LISTEN", "127.0.0.1:8080"), "address to serve HTTP and WebSocket on (env HOLDOVER_GATEWAY_LISTEN)")
 	fs.StringVar(&cfg.tokens, "tokens", os.Getenv("HOLDOVER_GATEWAY_TOKENS"), "JSON file of access tokens (env HOLDOVER_GATEWAY_TOKENS)")
+	fs.StringVar(&cfg.jwtKey, "jwt-key", os.Getenv("HOLDOVER_GATEWAY_JWT_KEY"), "file of the public key (PEM) or key set (JWKS) that signs access tokens (env HOLDOVER_GATEWAY_JWT_KEY)")
+	fs.StringVar(&cfg.jwt.JWKSURL, "jwks-url", os.Getenv("HOLDOVER_GATEWAY_JWKS_URL"), "URL of the token issuer's key set, fetched at start and on rotation (env HOLDOVER_GATEWAY_JWKS_URL)")
+	fs.StringVar(&cfg.jwt.Issuer, "jwt-issuer", os.Getenv("HOLDOVER_GATEWAY_JWT_ISSUER"), "required iss claim of signed tokens")
+	fs.StringVar(&cfg.jwt.Audience, "jwt-audience", os.Getenv("HOLDOVER_GATEWAY_JWT_AUDIENCE"), "required aud claim of signed tokens")
 	fs.Var(&cfg.origins, "origin", "extra browser origin allowed to open the WebSocket, e.g. app.example.com (repeatable)")
 	fs.DurationVar(&cfg.release, "claim-release", userquestions.DefaultReleaseBound, "how long a Client's claim outlives this gateway's NATS connection")
 	cfg.nats.RegisterFlags(fs)
@@ -58,8 +69,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(2)
 	}
-	if cfg.tokens == "" {
-		fmt.Fprintln(os.Stderr, "gateway: --tokens is required: without a token table nobody could connect")
+	if cfg.tokens == "" && cfg.jwtKey == "" && cfg.jwt.JWKSURL == "" {
+		fmt.Fprintln(os.Stderr, "gateway: --tokens, --jwt-key or --jwks-url is required: without one nobody could connect")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -72,7 +83,7 @@ func main() {
 
 // run connects to NATS and serves until ctx ends.
 func run(ctx context.Context, cfg config, logger *slog.Logger) error {
-	tokens, err := gateway.LoadTokens(cfg.tokens)
+	tokens, err := loadTokens(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -88,6 +99,30 @@ func run(ctx context.Context, cfg config, logger *slog.Logger) error {
 	return ops.Run(ctx, logger, gatewayproc.Component(nc, js, gatewayproc.Config{
 		Listener: ln, Tokens: tokens, Origins: cfg.origins, ReleaseBound: cfg.release, Logger: logger,
 	}))
+}
+
+// loadTokens reads the static token table and sets up signed tokens, as
+// configured.
+func loadTokens(ctx context.Context, cfg config, logger *slog.Logger) (*gateway.Tokens, error) {
+	tokens := &gateway.Tokens{}
+	if cfg.tokens != "" {
+		var err error
+		if tokens, err = gateway.LoadTokens(cfg.tokens); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.jwtKey == "" && cfg.jwt.JWKSURL == "" {
+		return tokens, nil
+	}
+	if cfg.jwtKey != "" {
+		key, err := os.ReadFile(cfg.jwtKey)
+		if err != nil {
+			return nil, err
+		}
+		cfg.jwt.Key = key
+	}
+	cfg.jwt.Logger = logger
+	return tokens, tokens.WithJWT(ctx, cfg.jwt)
 }
 
 // stringList is a repeatable string flag.

@@ -68,7 +68,7 @@ const link = new Link(store.sessions, systemClock, connect, () => {
 });
 
 function connect(): void {
-  const current = new Connection(new WebSocket(socketURL(location, token ?? "")), {
+  const current = new Connection(new WebSocket(socketURL(location)), {
     welcome: () => link.welcomed(),
     request: (request) => {
       // The gateway forwards every Remote Event of a watched Session; this
@@ -83,7 +83,7 @@ function connect(): void {
       cards.disconnected();
       link.closed();
     },
-  });
+  }, undefined, token);
   connection = current;
   for (const session of store.sessions) {
     current.watch(session, store.directory.resumeFrom(session), {

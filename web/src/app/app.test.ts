@@ -6,8 +6,8 @@ import { emptyView } from "../protocol/frames";
 
 describe("boot", () => {
   it("connects to ws(s)://<host>/ws?token=…", () => {
-    expect(socketURL({ protocol: "https:", host: "example.test:8443" }, "a b&c")).toBe("wss://example.test:8443/ws?token=a%20b%26c");
-    expect(socketURL({ protocol: "http:", host: "localhost:7070" }, "t")).toBe("ws://localhost:7070/ws?token=t");
+    expect(socketURL({ protocol: "https:", host: "example.test:8443" })).toBe("wss://example.test:8443/ws");
+    expect(socketURL({ protocol: "http:", host: "localhost:7070" })).toBe("ws://localhost:7070/ws");
   });
 
   it("reads the Sessions to watch from the query, each once", () => {

@@ -2,10 +2,13 @@
 // WebSocket is, the access token, and which Sessions to watch. All of it
 // comes from the page address (docs/protocol.md, "Connecting").
 
-/** The WebSocket address of the gateway serving this page: ws(s)://<host>/ws?token=… */
-export function socketURL(location: Pick<Location, "protocol" | "host">, token: string): string {
+/**
+ * The WebSocket address of the gateway serving this page: ws(s)://<host>/ws. The token goes
+ * in hello, never in an address that a proxy or server might log.
+ */
+export function socketURL(location: Pick<Location, "protocol" | "host">): string {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${location.host}/ws?token=${encodeURIComponent(token)}`;
+  return `${scheme}//${location.host}/ws`;
 }
 
 /** The Sessions named by ?session=a&session=b or ?session=a,b, each once, in order. */

@@ -30,6 +30,13 @@ describe("Connection", () => {
     expect(seen.welcome).toEqual(["k9"]);
   });
 
+  it("sends the access token in hello, never in the socket's address", () => {
+    const socket = new FakeSocket();
+    new Connection(socket, { welcome: () => {}, request: () => {}, cancel: () => {}, error: () => {}, closed: () => {} }, "holdover-web", "t0k");
+    socket.open();
+    expect(socket.take()).toEqual([{ type: "hello", protocol: 1, client: "holdover-web", token: "t0k" }]);
+  });
+
   it("routes a watch's events and views to it, and unwatch stops them", () => {
     const { socket, connection } = connect();
     socket.open();

@@ -59,11 +59,15 @@ export class Connection implements QuestionsTransport {
   private readonly watches = new Map<string, WatchHandlers>();
   private ended = false;
 
-  /** Takes over socket's handlers; frames sent before it opens wait in order behind hello. */
-  constructor(socket: SocketLike, handlers: ConnectionHandlers, clientName = "holdover-web") {
+  /**
+   * Takes over socket's handlers; frames sent before it opens wait in order behind hello.
+   * The access token travels in hello, not in the socket's address, so no access log sees it.
+   */
+  constructor(socket: SocketLike, handlers: ConnectionHandlers, clientName = "holdover-web", token?: string) {
     this.socket = socket;
     this.handlers = handlers;
-    this.outbox.push(JSON.stringify({ type: "hello", protocol: protocolVersion, client: clientName } satisfies ClientFrame));
+    const hello = { type: "hello", protocol: protocolVersion, client: clientName, ...(token === undefined ? {} : { token }) } satisfies ClientFrame;
+    this.outbox.push(JSON.stringify(hello));
     socket.onopen = () => this.flush();
     socket.onmessage = (ev: MessageEvent) => this.receive(ev.data);
     socket.onclose = () => this.end();

@@ -23,7 +23,7 @@ export const Methods = {
 
 /** Frames the Client sends. */
 export type ClientFrame =
-  | { type: "hello"; protocol: number; client: string }
+  | { type: "hello"; protocol: number; client: string; token?: string }
   | { type: "watch"; id: string; session: string; fromSeq: number }
   | { type: "unwatch"; id: string }
   | { type: "settle"; id: string; value: unknown }
