@@ -290,6 +290,7 @@ func gateway() Permissions {
 			},
 			topology(),
 			orderedRead(streams.SessionsStream, streams.AllEvents, "send a watched Session's events"),
+			directGet(streams.SessionsStream, "a watched Session's last event: where its history ends"),
 			orderedRead(kvStream(streams.QuestionsBucket), streams.KVSubjectPrefix+streams.QuestionsBucket+".*", "follow a watched Session's View"),
 			directGet(kvStream(streams.QuestionsBucket), "a watched Session's current View"),
 			[]Rule{

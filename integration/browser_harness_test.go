@@ -22,8 +22,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/gateway"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/web"
 )
@@ -71,7 +73,7 @@ func newBrowserWorld(t *testing.T, script string) *browserWorld {
 	t.Helper()
 	chromium := chromiumPath(t)
 	w := &browserWorld{agentWorld: newAgentWorld(t, script), shotsDir: filepath.Join("testdata", "screenshots")}
-	w.gw = &browserGateway{t: t, natsURL: w.env.Server.ClientURL(), addr: "127.0.0.1:0"}
+	w.gw = &browserGateway{t: t, natsURL: w.env.Server.ClientURL(), creds: w.env.Auth.Creds(w.env.Tenant, auth.Gateway), addr: "127.0.0.1:0"}
 	w.gw.start()
 	t.Cleanup(w.gw.kill)
 
@@ -107,6 +109,7 @@ func newBrowserWorld(t *testing.T, script string) *browserWorld {
 type browserGateway struct {
 	t        *testing.T
 	natsURL  string
+	creds    string // a gateway's NATS credentials
 	addr     string
 	nc       *nats.Conn
 	answerer *userquestions.Answerer
@@ -117,9 +120,11 @@ type browserGateway struct {
 func (g *browserGateway) start() {
 	g.t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	nc, err := nats.Connect(g.natsURL, nats.Name("browser-gateway"), nats.ReconnectWait(gateway.DefaultReconnectWait))
+	secure, err := ops.NATSConfig{Creds: g.creds}.Options()
 	require.NoError(g.t, err)
-	_, js := embeddedtest.Connect(g.t, g.natsURL)
+	nc, err := nats.Connect(g.natsURL, append(secure, nats.Name("browser-gateway"), nats.ReconnectWait(gateway.DefaultReconnectWait))...)
+	require.NoError(g.t, err)
+	_, js := embeddedtest.Connect(g.t, g.natsURL, secure...)
 	tokens, err := gateway.NewTokens(map[string]gateway.Grant{browserToken: {User: "browser", Sessions: []string{gateway.AllSessions}}})
 	require.NoError(g.t, err)
 	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{Log: quiet})

@@ -450,10 +450,11 @@ func TestBrowserPlanReviewApprovesAndAnUnkeyedCardDismissedIsCancelled(t *testin
 	// A legacy ask fails NO_PROVIDER while no answerer watches the Session
 	// (W6); a live page's watch follows the Session's requests, so it never
 	// does here.
+	asker := w.asker()
 	ask := func(req holdover.AskRequest) <-chan asked {
 		done := make(chan asked, 1)
 		go func() {
-			answers, err := w.user.Ask(w.ctx, req)
+			answers, err := asker.Ask(w.ctx, req)
 			done <- asked{answers, err}
 		}()
 		return done

@@ -85,6 +85,16 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	return w
 }
 
+// asker returns a service client that asks as an agent does (asking is an
+// agent's right), on a connection of its own.
+func (w *agentWorld) asker() *userquestions.Client {
+	w.t.Helper()
+	nc, _ := w.env.As(w.t, auth.Agent)
+	c := userquestions.NewClient(nc, agentPatience)
+	w.t.Cleanup(c.Close)
+	return c
+}
+
 // runtime starts a runtime process on a connection of its own.
 func (w *agentWorld) runtime(instance string) *runtime.Runtime {
 	w.t.Helper()
