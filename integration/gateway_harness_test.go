@@ -11,10 +11,11 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
-	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -44,7 +45,7 @@ func newGWWorld(t testing.TB, limits gateway.Limits) *gwWorld {
 	t.Helper()
 	w := &gwWorld{fgWorld: newFGWorld(t)}
 	w.sessions = sessionlog.New(w.env.JS, w.env.Topology.Sessions)
-	w.gwConn = w.conn()
+	w.gwConn = w.as(auth.Gateway)
 	w.gw, w.url = w.startGateway(w.gwConn, limits)
 	return w
 }
@@ -67,7 +68,8 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 	require.NoError(tb, err)
 	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: fgBound, Log: log})
 	require.NoError(tb, err)
-	_, js := embeddedtest.Connect(tb, natsURL)
+	js, err := jetstream.New(nc) // the gateway's own credentials, for everything it does
+	require.NoError(tb, err)
 	srv, err := gateway.New(gateway.Config{
 		NATS:      nc,
 		JetStream: js,
