@@ -43,7 +43,16 @@ type AnswerRequest struct {
 	Session string   `json:"session"`
 	CallID  string   `json:"callId"`
 	Answers []Answer `json:"answers"`
+	// User is who gave the answer, recorded in the reply's source so an
+	// operator can tell who approved what. The service takes it from the
+	// UserHeader a gateway sets, never from the body a Client writes.
+	User string `json:"-"`
 }
+
+// UserHeader names, on a request a gateway makes for a Client, the user
+// its access token authenticated. Only roles that may call the
+// Client-facing endpoints (gateway, admin: package auth) can set it.
+const UserHeader = "Holdover-User"
 
 // AnswerResult says whether a late answer was accepted and, if so, the id
 // of the user message queued in the Session inbox.

@@ -10,6 +10,9 @@ type Source struct {
 	Kind    string `json:"kind"`
 	CallID  string `json:"callId,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
+	// User is who gave a user-question reply, as the gateway that carried
+	// it authenticated them; empty when it came another way (nats req).
+	User string `json:"user,omitempty"`
 }
 
 // The message-source kinds. Adding one is a persisted-shape change that the

@@ -79,7 +79,12 @@ func (c *conn) call(f inFrame) {
 func (c *conn) request(id string, svc *Service, subject string, params json.RawMessage) []byte {
 	ctx, cancel := context.WithTimeout(c.ctx, c.s.lim.CallTimeout)
 	defer cancel()
-	msg, err := c.s.cfg.NATS.RequestWithContext(ctx, subject, params)
+	// Every call says on whose behalf it is made; a service that records
+	// who did what (a late answer's source) reads it from there.
+	req := nats.NewMsg(subject)
+	req.Data = params
+	req.Header.Set(holdover.UserHeader, c.grant.User)
+	msg, err := c.s.cfg.NATS.RequestMsgWithContext(ctx, req)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		why := svc.Unanswered

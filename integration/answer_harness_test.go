@@ -81,26 +81,29 @@ func (w *answerWorld) roots() *liveroot.Registry {
 }
 
 // inboxOf reads every message queued for Session sid, as a runtime would.
-func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
+func (w *answerWorld) inboxOf(sid string) []inbox.Queued { return inboxOf(w.t, w.env.Topology.Inbox, sid) }
+
+// inboxOf reads every message of stream (INBOX) queued for Session sid.
+func inboxOf(t testing.TB, stream jetstream.Stream, sid string) []inbox.Queued {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	subject, err := inbox.Subject(sid)
-	require.NoError(w.t, err)
-	info, err := w.env.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter(subject))
-	require.NoError(w.t, err)
+	require.NoError(t, err)
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	require.NoError(t, err)
 	want := int(info.State.Subjects[subject])
-	cons, err := inbox.Open(ctx, w.env.Topology.Inbox, sid, 0)
-	require.NoError(w.t, err)
+	cons, err := inbox.Open(ctx, stream, sid, 0)
+	require.NoError(t, err)
 	var out []inbox.Queued
 	for len(out) < want {
 		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(w.t, err)
+		require.NoError(t, err)
 		for m := range batch.Messages() {
 			q, err := inbox.DecodeMsg(m)
-			require.NoError(w.t, err)
+			require.NoError(t, err)
 			out = append(out, q)
 		}
-		require.NoError(w.t, batch.Error())
+		require.NoError(t, batch.Error())
 	}
 	return out
 }

@@ -142,6 +142,7 @@ func (v *View) applyDispatch(d *events.PTCDispatch, seq uint64) {
 func (v *View) applyAdmission(m events.Message, seq uint64) {
 	if i := v.repliedIndex(m); i >= 0 {
 		v.settle(i, replyAnswers(m, v.Active[i].Questions), true, seq)
+		v.Settled[len(v.Settled)-1].By = m.Source.User
 	}
 }
 
@@ -149,7 +150,7 @@ func (v *View) applyAdmission(m events.Message, seq uint64) {
 // never settles the call: only admission does (D5, D8).
 func (v *View) applySplice(m events.Message, seq uint64) {
 	if i := v.repliedIndex(m); i >= 0 {
-		v.Active[i].Queued = &Queued{MessageID: m.ID, Answers: replyAnswers(m, v.Active[i].Questions), Seq: seq}
+		v.Active[i].Queued = &Queued{MessageID: m.ID, Answers: replyAnswers(m, v.Active[i].Questions), By: m.Source.User, Seq: seq}
 	}
 }
 

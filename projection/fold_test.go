@@ -650,6 +650,30 @@ func TestReplyForUnknownOrSettledCall_D5(t *testing.T) {
 	}
 }
 
+// Issue 10: a reply's source names who gave it (the user a gateway
+// authenticated); the View shows it beside the queued and the settled
+// answers, so an operator can tell who approved what.
+func TestReplyNamesWhoAnswered(t *testing.T) {
+	byAna := func(b events.Body) events.Body {
+		switch e := b.(type) {
+		case *events.InboxSpliced:
+			e.Message.Source.User = "ana"
+		case *events.UserMessage:
+			e.Message.Source.User = "ana"
+		}
+		return b
+	}
+	s := new(session).add(timedHeader(), ask("c1"), pending("c1"), byAna(spliced("m1", "c1", bothAnswered)))
+	queued := s.fold()
+	c, _ := queued.Find("c1")
+	require.NotNil(t, c.Queued)
+	assert.Equal(t, "ana", c.Queued.By)
+	v := s.add(byAna(admitted("m1", "c1", bothAnswered))).fold()
+	require.Len(t, v.Settled, 1)
+	assert.Equal(t, "ana", v.Settled[0].By)
+	assert.True(t, v.Settled[0].Late)
+}
+
 func TestInboxQueued_D5_D8(t *testing.T) {
 	t.Run("splices alone never settle", func(t *testing.T) {
 		v := new(session).add(timedHeader(), ask("c1"), pending("c1"), spliced("m1", "c1", bothAnswered),

@@ -37,7 +37,9 @@ type Call struct {
 type Queued struct {
 	MessageID string            `json:"messageId"`
 	Answers   []holdover.Answer `json:"answers"`
-	Seq       uint64            `json:"seq"`
+	// By is who gave the reply (its source's user), when known.
+	By  string `json:"by,omitempty"`
+	Seq uint64 `json:"seq"`
 }
 
 // Settled is a call with its answer batch. Settled batches stay, so the
@@ -49,6 +51,8 @@ type Settled struct {
 	// Late is true when an admitted reply settled the call after it
 	// continued, false when its tool result carried the batch.
 	Late bool `json:"late"`
+	// By is who gave a late reply (its source's user), when known.
+	By string `json:"by,omitempty"`
 	// Seq is the Session seq of the settling event.
 	Seq uint64 `json:"seq"`
 }

@@ -82,6 +82,7 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 	if err != nil {
 		return holdover.AnswerResult{}, err
 	}
+	msg.Source.User = req.User
 	rev, err := a.reservations.Reserve(ctx, req.Session, req.CallID, messageID, view.LastSeq)
 	if err != nil {
 		return holdover.AnswerResult{}, err

@@ -115,6 +115,7 @@ func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 		d.count(nil, err)
 		return nil, err
 	}
+	in.User = req.header.Get(holdover.UserHeader)
 	out, err := d.answerer.Answer(ctx, in)
 	d.count(&out, err)
 	if err == nil && out.Accepted {

@@ -106,6 +106,8 @@ export interface Source {
   kind: string;
   callId?: string;
   outcome?: string;
+  /** Who gave a late answer, as the gateway that carried it authenticated them. */
+  user?: string;
 }
 
 /** The message-source kind of a late answer (D6). */

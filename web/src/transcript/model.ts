@@ -262,6 +262,7 @@ function readMessage(x: unknown): Message | undefined {
   };
   if (typeof source.callId === "string") out.source.callId = source.callId;
   if (typeof source.outcome === "string") out.source.outcome = source.outcome;
+  if (typeof source.user === "string" && source.user !== "") out.source.user = source.user;
   return out;
 }
 

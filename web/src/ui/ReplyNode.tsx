@@ -23,7 +23,7 @@ export function ReplyNode({ message }: { message: Message }) {
   return (
     <div class="row reply" role="group" aria-labelledby={titleId} data-call-id={view.callId}>
       <div class="who" id={titleId}>
-        You · {Text.replyTitle}
+        {message.source.user ?? "You"} · {Text.replyTitle}
       </div>
       {view.kind === "raw" ? (
         <>
