@@ -81,7 +81,9 @@ func (w *answerWorld) roots() *liveroot.Registry {
 }
 
 // inboxOf reads every message queued for Session sid, as a runtime would.
-func (w *answerWorld) inboxOf(sid string) []inbox.Queued { return inboxOf(w.t, w.env.Topology.Inbox, sid) }
+func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
+	return inboxOf(w.t, w.env.Topology.Inbox, sid)
+}
 
 // inboxOf reads every message of stream (INBOX) queued for Session sid.
 func inboxOf(t testing.TB, stream jetstream.Stream, sid string) []inbox.Queued {
