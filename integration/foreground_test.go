@@ -324,6 +324,35 @@ func TestForegroundParentCancellationAborts(t *testing.T) {
 	assert.Equal(t, 0, fgTimers(w.clock))
 }
 
+// An agent Client that closes mid-wait ends its waits at once, though an
+// agent may not delete its lease (issue 10): it aborts each call at the
+// worker owning it. The lease outlives the test (a 30 s bound), so it is
+// the aborts that end the waits, not the lease.
+func TestForegroundClosedAgentAbortsItsWaits(t *testing.T) {
+	t.Parallel()
+	w := newFGWorld(t)
+	rec := w.watch("s1")
+	agent := userquestions.NewClient(w.as(auth.Agent), 0)
+	agent.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: 30 * time.Second, Log: w.log})
+	ref := w.live("s1")
+	var calls []<-chan fgResult
+	for i := range 3 {
+		calls = append(calls, w.askTimed(context.Background(), agent, fgTimed("s1", fmt.Sprintf("call-%d", i), ref, 5000)))
+		rec.next(t)
+	}
+	w.waitsAre(w.worker, 3)
+
+	agent.Close()
+	for _, done := range calls {
+		assert.Equal(t, holdover.CodeAskAborted, holdover.CodeOf(fgWait(t, done).err))
+	}
+	for range 3 {
+		assert.Equal(t, userquestions.ReasonAborted, rec.cancel(t).reason)
+	}
+	w.waitsAre(w.worker, 0)
+	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer is left")
+}
+
 // An agent whose connection dies mid-wait leaves no orphan wait: its lease
 // ends within the bound and the worker aborts its waits.
 func TestForegroundDeadAgentLeavesNoWait(t *testing.T) {
