@@ -17,6 +17,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/ops"
@@ -166,4 +167,34 @@ func TestDevRunsTheDemoAgent(t *testing.T) {
 	require.Len(t, qs, 2)
 	require.Equal(t, "db", qs[0].ID)
 	require.Equal(t, "PostgreSQL (Recommended)", qs[0].Options[0].Label)
+}
+
+// holdover auth init writes every role's credentials for each tenant and
+// the server fragment; holdover provision provisions with admin's, and the
+// other roles find that topology (issue 10).
+func TestAuthInitAndProvision(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := cli(t, "auth", "init", "--dir", dir, "acme")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "include "+filepath.Join(dir, auth.ServerConfigFile))
+	assert.Contains(t, stdout, "tenant acme (account A")
+	setup, err := auth.Init(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"acme", auth.DefaultTenant}, setup.Tenants())
+
+	code, _, stderr = cli(t, "auth", "frobnicate")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "usage: holdover auth init")
+
+	srv, err := embedded.Start(embedded.Options{StoreDir: t.TempDir(), Auth: setup})
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	code, stdout, stderr = cli(t, "provision", "--nats", srv.ClientURL(), "--creds", setup.Creds("acme", auth.Admin), "--memory")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "provisioned SESSIONS, INBOX, CLAIMS")
+	opts, err := ops.NATSConfig{Creds: setup.Creds("acme", auth.Operator)}.Options()
+	require.NoError(t, err)
+	_, js := embeddedtest.Connect(t, srv.ClientURL(), opts...)
+	_, err = streams.Open(context.Background(), js)
+	require.NoError(t, err, "the operator finds the topology admin provisioned")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
@@ -38,4 +39,16 @@ func TestRunProvisionsAndStopsCleanly(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "the worker joins the projection consumer")
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// A worker with worker credentials may not provision: it is refused at
+// start, before NATS would leave its requests unanswered (issue 10).
+func TestProvisionNeedsAdminCredentials(t *testing.T) {
+	setup, err := auth.Init(t.TempDir())
+	require.NoError(t, err)
+	err = checkProvision(ops.NATSConfig{Creds: setup.Creds(auth.DefaultTenant, auth.Worker)}, true)
+	require.ErrorContains(t, err, "worker credentials may not provision")
+	require.NoError(t, checkProvision(ops.NATSConfig{Creds: setup.Creds(auth.DefaultTenant, auth.Worker)}, false))
+	require.NoError(t, checkProvision(ops.NATSConfig{Creds: setup.Creds(auth.DefaultTenant, auth.Admin)}, true))
+	require.NoError(t, checkProvision(ops.NATSConfig{}, true), "no credentials: no authentication, anyone provisions")
 }
