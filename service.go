@@ -50,8 +50,9 @@ type AnswerRequest struct {
 }
 
 // UserHeader names, on a request a gateway makes for a Client, the user
-// its access token authenticated. Only roles that may call the
-// Client-facing endpoints (gateway, admin: package auth) can set it.
+// its access token authenticated. The answer endpoint, which reads it, is
+// open to gateways and admins only (package auth), and a Client writes
+// params, never headers.
 const UserHeader = "Holdover-User"
 
 // AnswerResult says whether a late answer was accepted and, if so, the id
