@@ -189,7 +189,10 @@ func TestTermclientAnswersFromFlags(t *testing.T) {
 	case <-time.After(fgPatience):
 		t.Fatal("the terminal Client did not report the outcome")
 	}
-	assert.Equal(t, 0, w.claims("s1", "call-1"))
+	// The Host deletes the claim once the consumer has pushed its closing
+	// frame, which the Client may read first (docs/design.md, "Claims").
+	require.Eventually(t, func() bool { return w.claims("s1", "call-1") == 0 }, fgPatience, 5*time.Millisecond,
+		"the claim is gone once the call settled")
 
 	s.Continued("call-2", termQuestions)
 	bad := w.options(gwTokenAna, "s1")
