@@ -2,8 +2,11 @@
 // that serves the web UI, /healthz and /metrics, and a WebSocket endpoint
 // (/ws) speaking the generic JSON protocol of docs/protocol.md.
 //
-// It owns connections, access tokens, per-connection limits, and one
-// shared feed per watched Session. It must never own a question timer,
+// It owns connections, access tokens (static ones from a file, and
+// short-lived signed ones verified against a key or a JWKS URL, whose
+// connections end when they expire), per-connection and per-token limits,
+// the browser hardening headers (headers.go), and one shared feed per
+// watched Session. It must never own a question timer,
 // decide question state, or branch on a question event or method name:
 // the question service and the Client own those. Everything a Client
 // reaches goes through a [Service] binding, by one rule:
@@ -17,6 +20,7 @@
 //     Session params.session names instead. The reply is the result; a reply
 //     with the micro-service error headers, or one Service.ReplyError reads
 //     as an error, becomes an error frame with the service's code and message.
+//     Every call carries the token's user (holdover.UserHeader).
 //   - open "<service>.<op>" runs Service.Streams[op]; its messages become
 //     frame frames, its end a close frame.
 //   - watch of Session S reads S's log (holdover.session.S.events in
@@ -31,7 +35,8 @@
 //     all-Sessions grant "*".
 //
 // Limits bound each connection: frame size, frame rate (a token bucket),
-// watches, streams and calls. A frame over a limit is dropped with an
+// watches, streams and calls; and each token: its connections at once and
+// the frames they send together (tokenlimits.go). A frame over a limit is dropped with an
 // error frame carrying a stable code; the connection survives. Frames that
 // only end or answer something (close, unwatch, settle, reject, delegate)
 // are never rate limited, since dropping one could hold a claim open.
