@@ -26,11 +26,11 @@ export class EventLog {
     return this.add("user/message", { turn, message: { id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } } });
   }
   /** A late reply as the late-answer RPC records it (D6); text defaults to the recorded JSON. */
-  reply(turn: string | undefined, id: string, callId: string, questions: Question[], answers: Answer[], text?: string) {
+  reply(turn: string | undefined, id: string, callId: string, questions: Question[], answers: Answer[], text?: string, user?: string) {
     const json = JSON.stringify({ kind: ReplyKind, tool: "ask_user_question", callId, questions, answers });
     return this.add("user/message", {
       turn,
-      message: { id, role: "user", content: [{ type: "text", text: text ?? json }], source: { kind: SourceUserQuestionReply, callId, outcome: "answered" } },
+      message: { id, role: "user", content: [{ type: "text", text: text ?? json }], source: { kind: SourceUserQuestionReply, callId, outcome: "answered", ...(user ? { user } : {}) } },
     });
   }
   spliced(turn: string | undefined, id: string, callId: string) {

@@ -104,6 +104,12 @@ describe("ordinary process grouping", () => {
 });
 
 describe("reply node placement (G1–G3)", () => {
+  it("a reply keeps who gave it (source.user), so its node can name the user", () => {
+    const log = new EventLog().turnStart("t1").user("t1", "m1", "go").ask("t1", "q1", sampleQuestions).pending("t1", "q1").stepEnd("t1", 1).reply("t1", "r1", "q1", sampleQuestions, answers, undefined, "ana");
+    const reply = allRows(buildTranscript(log.events, view([]))).find((r) => r.kind === "reply");
+    expect(reply?.kind === "reply" ? reply.message.source.user : undefined).toBe("ana");
+  });
+
   it("G2: a reply renders once, as a reply row, never also as a user row; spliced copies are not rows", () => {
     const log = new EventLog().turnStart("t1").user("t1", "m1", "go").ask("t1", "q1", sampleQuestions).pending("t1", "q1").stepEnd("t1", 1).spliced("t1", "r1", "q1").reply("t1", "r1", "q1", sampleQuestions, answers).assistant("t1", "a1", "thanks");
     const rows = allRows(buildTranscript(log.events, view([])));
