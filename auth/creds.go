@@ -176,7 +176,7 @@ func (p Permissions) jwt() jwt.Permissions {
 	}
 	out := jwt.Permissions{
 		Pub: jwt.Permission{Allow: subjects(p.Pub), Deny: subjects(p.DenyPub)},
-		Sub: jwt.Permission{Allow: subjects(p.Sub), Deny: subjects(p.DenySub)},
+		Sub: jwt.Permission{Allow: subjects(p.Sub)},
 	}
 	if p.Replies != "" {
 		out.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: ReplyWindow}

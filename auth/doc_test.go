@@ -55,7 +55,6 @@ prefix ` + "`_INBOX.<role>`" + `.
 		section("Publish", p.Pub)
 		section("Publish, denied", p.DenyPub)
 		section("Subscribe", p.Sub)
-		section("Subscribe, denied", p.DenySub)
 		if p.Replies != "" {
 			fmt.Fprintf(&b, "Replies: one to each request it receives, within %v, on the request's reply subject: %s.\n\n", auth.ReplyWindow, p.Replies)
 		}

@@ -59,13 +59,13 @@ type Rule struct {
 	Why     string
 }
 
-// Permissions are what a role may publish and subscribe to. A subject is
-// allowed when an allow rule matches it and no deny rule does; deny rules
-// only narrow an allow wildcard, since a consumer or key name is one
-// token and no wildcard can match part of it.
+// Permissions are what a role may publish and subscribe to. A published
+// subject is allowed when a Pub rule matches it and no DenyPub rule does;
+// deny rules only narrow an allow wildcard, since a consumer or key name
+// is one token and no wildcard can match part of it.
 type Permissions struct {
-	Pub, Sub         []Rule
-	DenyPub, DenySub []Rule
+	Pub, Sub []Rule
+	DenyPub  []Rule
 	// Replies, when not empty, says why the role may publish one reply to
 	// each request it received, within ReplyWindow, on whatever reply
 	// subject the request named (NATS "allow_responses"): for requests it
