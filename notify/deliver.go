@@ -21,26 +21,28 @@ import (
 )
 
 // RetryPolicy bounds the attempts at delivering one notification to one
-// webhook. The zero value is ready to use.
+// webhook. A zero field takes its value from [DefaultRetry].
 type RetryPolicy struct {
 	// Attempts is the most POSTs of one notification to one webhook
-	// before it is dead-lettered; default 8.
+	// before it is dead-lettered.
 	Attempts int
-	// First is the wait after the first failed attempt; default 500 ms.
-	// It doubles after each further failure.
+	// First is the wait after the first failed attempt. It doubles
+	// after each further failure.
 	First time.Duration
-	// Max caps one wait, a receiver's Retry-After included; default 30 s.
+	// Max caps one wait, a receiver's Retry-After included.
 	Max time.Duration
-	// Timeout bounds one attempt, from connecting to the response
-	// headers; default 10 s.
+	// Timeout bounds one attempt, its response body included.
 	Timeout time.Duration
 }
 
+// DefaultRetry is what a zero field of a RetryPolicy stands for.
+var DefaultRetry = RetryPolicy{Attempts: 8, First: 500 * time.Millisecond, Max: 30 * time.Second, Timeout: 10 * time.Second}
+
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	p.Attempts = cmp.Or(p.Attempts, 8)
-	p.First = cmp.Or(p.First, 500*time.Millisecond)
-	p.Max = cmp.Or(p.Max, 30*time.Second)
-	p.Timeout = cmp.Or(p.Timeout, 10*time.Second)
+	p.Attempts = cmp.Or(p.Attempts, DefaultRetry.Attempts)
+	p.First = cmp.Or(p.First, DefaultRetry.First)
+	p.Max = cmp.Or(p.Max, DefaultRetry.Max)
+	p.Timeout = cmp.Or(p.Timeout, DefaultRetry.Timeout)
 	return p
 }
 

@@ -24,8 +24,14 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// DefaultDurable names the consumer notifier processes share.
-const DefaultDurable = "notify"
+// Defaults of [Config].
+const (
+	// DefaultDurable names the consumer notifier processes share.
+	DefaultDurable = "notify"
+	// DefaultAckWait is how long the events a notifier held wait after
+	// it died before the server hands them to another.
+	DefaultAckWait = 10 * time.Second
+)
 
 // Config configures a [Notifier]. Webhooks is required; the rest has
 // defaults.
@@ -39,7 +45,7 @@ type Config struct {
 	// with another name sees every event again (other webhooks, say).
 	Durable string
 	// AckWait is how long an event may stay unacknowledged before the
-	// server hands it out again; default 10 s. A held event is kept alive
+	// server hands it out again; default [DefaultAckWait]. A held event is kept alive
 	// meanwhile, so this bounds how long the events of a SIGKILLed
 	// notifier wait before another process (or its restart) takes them.
 	AckWait time.Duration
@@ -64,7 +70,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	c.Durable = cmp.Or(c.Durable, DefaultDurable)
-	c.AckWait = cmp.Or(c.AckWait, 10*time.Second)
+	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
 	c.Lanes = cmp.Or(c.Lanes, 16)
 	c.CacheSize = cmp.Or(c.CacheSize, 10_000)
 	c.Retry = c.Retry.withDefaults()
@@ -135,6 +141,9 @@ func New(js jetstream.JetStream, sessions jetstream.Stream, questions jetstream.
 		if _, err := ParseFormat(string(h.Format)); err != nil {
 			return nil, err
 		}
+	}
+	if r := cfg.Retry; r.Attempts < 0 || r.First < 0 || r.Max < 0 || r.Timeout < 0 || cfg.AckWait < 0 {
+		return nil, holdover.Newf(holdover.CodeBadRequest, "retry policy %+v and ack wait %v: none may be negative", r, cfg.AckWait)
 	}
 	cfg = cfg.withDefaults()
 	logger := cfg.Logger.With("component", "notify", "consumer", cfg.Durable)

@@ -5,6 +5,7 @@
 //	holdover dev                    # the whole system in one process, data in ./.holdover
 //	holdover agent --session s1     # an agent runtime against NATS (scripted or OpenAI-compatible model)
 //	holdover answer <session-id>    # a terminal Client: list, claim and answer questions
+//	holdover notify --webhook URL   # post each new and each pending question to webhooks
 //	holdover inspect <session-id>   # a Session's projection, checked against its log
 //	holdover rebuild                # refold every Session's projection
 package main
@@ -38,11 +39,12 @@ var commands = map[string]command{
 	"answer":  {answerSummary, runAnswer},
 	"dev":     {devSummary, runDev},
 	"inspect": {inspectSummary, runInspect},
+	"notify":  {notifySummary, runNotify},
 	"rebuild": {rebuildSummary, runRebuild},
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "agent", "answer", "inspect", "rebuild"}
+var commandOrder = []string{"dev", "agent", "answer", "notify", "inspect", "rebuild"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
