@@ -46,7 +46,8 @@ func TestNotifyKilledMidDeliveryLosesNothing(t *testing.T) {
 	// The Sessions ask their questions round-robin, as fast as the log
 	// takes them, before, during and after the kill.
 	log := sessionlog.New(env.JS, env.Topology.Sessions)
-	want := map[string]bool{}
+	const notifications = sessions * calls * 2
+	want := map[string]bool{} // the writer's until it is done
 	var writing sync.WaitGroup
 	var appended int
 	writing.Go(func() {
@@ -59,25 +60,23 @@ func TestNotifyKilledMidDeliveryLosesNothing(t *testing.T) {
 		for c := range calls {
 			for _, s := range all {
 				id := fmt.Sprintf("call_%d", c)
-				s.Ask(id, dbQuestions)
+				asked := s.Ask(id, dbQuestions)
 				s.Append(&events.AssistantMessage{ID: id + "-meanwhile", Content: events.Text("Working on what does not depend on it.")})
 				s.Pending(id)
 				appended += 3
+				for _, kind := range notify.Kinds {
+					key, err := notify.Key(s.ID, id, asked, kind)
+					if err != nil {
+						panic(err)
+					}
+					want[key] = true
+				}
 			}
 		}
 	})
-	for i := range sessions {
-		for c := range calls {
-			for _, kind := range notify.Kinds {
-				key, err := notify.Key(fmt.Sprintf("s%02d", i), fmt.Sprintf("call_%d", c), kind)
-				require.NoError(t, err)
-				want[key] = true
-			}
-		}
-	}
 
 	recv.Await(t, restartPatience, "a third of the notifications", func(reqs []notifytest.Request) bool {
-		return len(notifytest.Keys(reqs)) >= len(want)/3
+		return len(notifytest.Keys(reqs)) >= notifications/3
 	})
 	held, release := recv.HoldNext()
 	select {
@@ -91,6 +90,8 @@ func TestNotifyKilledMidDeliveryLosesNothing(t *testing.T) {
 	killed := time.Now()
 	release()
 	second := spawn()
+	writing.Wait()
+	require.Len(t, want, notifications)
 
 	recv.Await(t, restartPatience, "every notification accepted", func(reqs []notifytest.Request) bool {
 		keys := notifytest.Keys(reqs)
@@ -102,7 +103,6 @@ func TestNotifyKilledMidDeliveryLosesNothing(t *testing.T) {
 		return true
 	})
 	all := time.Since(killed)
-	writing.Wait()
 
 	reqs = recv.Requests()
 	bodies := map[string][]byte{}

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -80,11 +81,11 @@ func TestNotifyTimedQuestionThatGoesPending(t *testing.T) {
 	call := evts[runtimetest.IndexOf(evts, events.TypeToolCall)]
 	result := evts[runtimetest.IndexOf(evts, events.TypeToolResult)]
 	q, p := got[0], got[1]
-	require.Equal(t, normal(notify.Notification{Kind: notify.KindQuestion, Key: "s1.call_1.question", Session: "s1", CallID: "call_1",
-		Questions: dbQuestions, Deadline: new(call.At.Add(time.Second)), Seq: call.Seq, At: call.At,
+	require.Equal(t, normal(notify.Notification{Kind: notify.KindQuestion, Key: fmt.Sprintf("s1.call_1.%d.question", call.Seq), Session: "s1", CallID: "call_1",
+		CallSeq: call.Seq, Questions: dbQuestions, Deadline: new(call.At.Add(time.Second)), Seq: call.Seq, At: call.At,
 		Link: "http://127.0.0.1:8080/?session=s1#/s/s1"}), normal(q))
-	require.Equal(t, normal(notify.Notification{Kind: notify.KindPending, Key: "s1.call_1.pending", Session: "s1", CallID: "call_1",
-		Questions: dbQuestions, Seq: result.Seq, At: result.At, Link: q.Link}), normal(p))
+	require.Equal(t, normal(notify.Notification{Kind: notify.KindPending, Key: fmt.Sprintf("s1.call_1.%d.pending", call.Seq), Session: "s1", CallID: "call_1",
+		CallSeq: call.Seq, Questions: dbQuestions, Seq: result.Seq, At: result.At, Link: q.Link}), normal(p))
 
 	res, err := w.answer("s1", "call_1", holdover.Answer{ID: "db", Selected: []string{"SQLite"}})
 	require.NoError(t, err)
@@ -114,10 +115,10 @@ say Using {result}.`)
 
 	w.start(w.ctx, "s1", "Set up the service.")
 	require.NoError(t, <-client.errs)
-	w.AwaitCount("s1", events.TypeTurnEnd, 1)
+	evts := w.AwaitCount("s1", events.TypeTurnEnd, 1)
 	w.projected("s1")
 	got := notes(t, recv, 1)
-	require.Equal(t, "s1.call_1.question", got[0].Key)
+	require.Equal(t, fmt.Sprintf("s1.call_1.%d.question", evts[runtimetest.IndexOf(evts, events.TypeToolCall)].Seq), got[0].Key)
 	require.Len(t, recv.Requests(), 1, "no pending: the answer came in time")
 }
 

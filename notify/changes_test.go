@@ -113,6 +113,11 @@ func TestStepAskedAgainAndRedelivered(t *testing.T) {
 	l.pending("call_1")
 	again := l.ask("call_1", seconds(30))
 	require.Equal(t, [][]string{nil, {"question call_1"}, {"pending call_1"}, {"question call_1"}}, kinds(&l))
+	first, err := Key("s1", "call_1", l.evts[1].Seq, KindQuestion)
+	require.NoError(t, err)
+	second, err := Key("s1", "call_1", again.Seq, KindQuestion)
+	require.NoError(t, err)
+	require.NotEqual(t, first, second, "a receiver deduping by key still sees the question asked again")
 
 	v := projection.Fold(l.evts)
 	require.Empty(t, step(&v, again), "a redelivered event is at or before LastSeq")
@@ -140,23 +145,24 @@ func TestNotificationDeadline(t *testing.T) {
 	}
 	require.Len(t, got, 4)
 	due := timed.At.Add(30 * time.Second)
-	require.Equal(t, Notification{Kind: KindQuestion, Key: "s1.call_1.question", Session: "s1", CallID: "call_1", Questions: questions,
+	require.Equal(t, Notification{Kind: KindQuestion, Key: "s1.call_1.2.question", Session: "s1", CallID: "call_1", CallSeq: 2, Questions: questions,
 		Deadline: &due, Seq: timed.Seq, At: timed.At, Link: "https://holdover.example/app/?session=s1&theme=dark#/s/s1"}, got[0])
 	require.Nil(t, got[1].Deadline)
 	require.True(t, got[1].Blocking)
 	require.Equal(t, blocking.Seq, got[1].Seq)
 	require.Nil(t, got[2].Deadline, "the runtime's default timeout is not in the log")
 	require.Equal(t, unnamed.Seq, got[2].Seq)
-	require.Equal(t, Notification{Kind: KindPending, Key: "s1.call_1.pending", Session: "s1", CallID: "call_1", Questions: questions,
+	require.Equal(t, Notification{Kind: KindPending, Key: "s1.call_1.2.pending", Session: "s1", CallID: "call_1", CallSeq: 2, Questions: questions,
 		Seq: pending.Seq, At: pending.At, Link: got[0].Link}, got[3])
 }
 
-// The key is the same for a (Session, call, kind) whatever else differs,
-// and a call id that is not a plain token is encoded, never split.
+// The key names the Session, the call as the fold tracks it (its id and
+// the seq that opened it) and the kind; a call id that is not a plain
+// token is encoded, never split.
 func TestKey(t *testing.T) {
-	k, err := Key("s1", "call.1", KindPending)
+	k, err := Key("s1", "call.1", 7, KindPending)
 	require.NoError(t, err)
-	require.Equal(t, "s1.=Y2FsbC4x.pending", k)
-	_, err = Key("s.1", "call_1", KindQuestion)
+	require.Equal(t, "s1.=Y2FsbC4x.7.pending", k)
+	_, err = Key("s.1", "call_1", 7, KindQuestion)
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 }

@@ -41,7 +41,7 @@ func newPosterWorld(t *testing.T, policy RetryPolicy) *posterWorld {
 	return w
 }
 
-var note = Notification{Kind: KindPending, Key: "s1.call_1.pending", Session: "s1", CallID: "call_1", Questions: questions, Seq: 3, At: t0}
+var note = Notification{Kind: KindPending, Key: "s1.call_1.2.pending", Session: "s1", CallID: "call_1", CallSeq: 2, Questions: questions, Seq: 3, At: t0}
 
 // deliver runs one delivery in the background and returns its result.
 func (w *posterWorld) deliver(ctx context.Context) <-chan error {
@@ -111,7 +111,7 @@ func TestDeliverRetriesOnBackoff(t *testing.T) {
 	reqs := w.recv.Requests()
 	require.Len(t, reqs, 4)
 	for _, r := range reqs {
-		require.Equal(t, "s1.call_1.pending", r.Key)
+		require.Equal(t, "s1.call_1.2.pending", r.Key)
 		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
 		require.Equal(t, reqs[0].Body, r.Body)
 	}
@@ -172,7 +172,7 @@ func TestDeliverDeadLetters(t *testing.T) {
 	require.Equal(t, 2.0, w.count("retried"))
 	require.Equal(t, 2.0, notifytest.Count(t, w.metrics, "holdover_errors_total", ""))
 	logs := w.logs.String()
-	require.Contains(t, logs, `msg="webhook delivery dead-lettered" key=s1.call_1.pending kind=pending session=s1 call=call_1`)
+	require.Contains(t, logs, `msg="webhook delivery dead-lettered" key=s1.call_1.2.pending kind=pending session=s1 call=call_1`)
 	require.Contains(t, logs, "after 3 attempts: attempt 1: POST http://127.0.0.1")
 	require.Contains(t, logs, "attempt 3: POST http://127.0.0.1")
 	require.Contains(t, logs, "answered 502 Bad Gateway")

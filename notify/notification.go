@@ -3,6 +3,7 @@ package notify
 import (
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/holdover-dev/holdover"
@@ -35,11 +36,15 @@ const KeyHeader = "Idempotency-Key"
 // (docs/operations.md, "Notifications", documents every field).
 type Notification struct {
 	Kind Kind `json:"kind"`
-	// Key is <session>.<call token>.<kind>: the same for every delivery
-	// of this notification, whichever process or attempt sends it.
-	Key       string              `json:"key"`
-	Session   string              `json:"session"`
-	CallID    string              `json:"callId"`
+	// Key is <session>.<call token>.<call seq>.<kind>: the same for
+	// every delivery of this notification, whichever process or attempt
+	// sends it, and different for a call id asked again (D3).
+	Key     string `json:"key"`
+	Session string `json:"session"`
+	CallID  string `json:"callId"`
+	// CallSeq is the Session seq of the event that opened the call (the
+	// projection's Call.Seq): with the call id, it names the question.
+	CallSeq   uint64              `json:"callSeq"`
 	Questions []holdover.Question `json:"questions"`
 	// Deadline is when the foreground wait ends unanswered: the call's
 	// recorded time plus the timeout its arguments name. Only a question
@@ -58,8 +63,11 @@ type Notification struct {
 	Link string `json:"link,omitempty"`
 }
 
-// Key is the idempotency key of (sid, callID, kind).
-func Key(sid, callID string, kind Kind) (string, error) {
+// Key is the idempotency key of a transition of kind of the call callID
+// that Session sid's event callSeq opened. (Session, call, kind) alone
+// would not do: a call id asked again replaces the old call (D3), and a
+// receiver deduping by key would drop the new question.
+func Key(sid, callID string, callSeq uint64, kind Kind) (string, error) {
 	if err := streams.CheckSession(sid); err != nil {
 		return "", err
 	}
@@ -67,18 +75,18 @@ func Key(sid, callID string, kind Kind) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return streams.Key(sid, tok, string(kind)), nil
+	return streams.Key(sid, tok, strconv.FormatUint(callSeq, 10), string(kind)), nil
 }
 
 // notification describes change c, which folding event e into Session
 // sid's View made; link is the card's address ("" for none).
 func notification(sid string, e events.Event, c change, link string) (Notification, error) {
-	key, err := Key(sid, c.call.CallID, c.kind)
+	key, err := Key(sid, c.call.CallID, c.call.Seq, c.kind)
 	if err != nil {
 		return Notification{}, err
 	}
 	n := Notification{
-		Kind: c.kind, Key: key, Session: sid, CallID: c.call.CallID, Questions: c.call.Questions,
+		Kind: c.kind, Key: key, Session: sid, CallID: c.call.CallID, CallSeq: c.call.Seq, Questions: c.call.Questions,
 		Blocking: c.call.Blocking, ParentCallID: c.call.ParentCallID, Seq: e.Seq, At: e.At, Link: link,
 	}
 	if c.kind == KindQuestion && !c.call.Blocking {

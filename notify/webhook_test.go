@@ -22,12 +22,12 @@ func mustURL(t *testing.T, raw string) *url.URL {
 // docs/operations.md documents it.
 func TestJSONBody(t *testing.T) {
 	due := t0.Add(30 * time.Second)
-	n := Notification{Kind: KindQuestion, Key: "s1.call_1.question", Session: "s1", CallID: "call_1",
+	n := Notification{Kind: KindQuestion, Key: "s1.call_1.6.question", Session: "s1", CallID: "call_1", CallSeq: 6,
 		Questions: []holdover.Question{{ID: "db", Question: "Which database?", Options: []holdover.Option{{Label: "Postgres"}}}},
 		Deadline:  &due, Blocking: false, ParentCallID: "code_1", Seq: 6, At: t0, Link: "http://127.0.0.1:8080/?session=s1#/s/s1"}
 	data, err := body(n, FormatJSON)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"kind":"question","key":"s1.call_1.question","session":"s1","callId":"call_1",
+	require.JSONEq(t, `{"kind":"question","key":"s1.call_1.6.question","session":"s1","callId":"call_1","callSeq":6,
 		"questions":[{"id":"db","question":"Which database?","options":[{"label":"Postgres"}]}],
 		"deadline":"2026-12-02T16:00:30Z","parentCallId":"code_1","seq":6,"at":"2026-12-02T16:00:00Z",
 		"link":"http://127.0.0.1:8080/?session=s1#/s/s1"}`, string(data))
