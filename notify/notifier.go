@@ -192,7 +192,7 @@ var errConsumerStopped = errors.New("consumer stopped")
 // consume creates the consumer and hands each delivered event to the
 // lane of its Session until ctx ends or the consumer stops.
 func (n *Notifier) consume(ctx context.Context) error {
-	cons, err := n.streams.CreateOrUpdateConsumer(ctx, n.cfg.ConsumerConfig())
+	cons, err := n.consumer(ctx)
 	if err != nil {
 		return holdover.Wrapf(err, holdover.CodeInternal, "create consumer %s on %s", n.cfg.Durable, streams.SessionsStream)
 	}
@@ -245,6 +245,18 @@ func (n *Notifier) consume(ctx context.Context) error {
 		}
 	}
 	return stopped
+}
+
+// consumer creates the consumer, or updates it to this notifier's
+// configuration but for where it starts: JetStream cannot change that,
+// and an operator who made it start at a seq (to replay a window) means it.
+func (n *Notifier) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	want := n.cfg.ConsumerConfig()
+	if c, err := n.streams.Consumer(ctx, want.Durable); err == nil {
+		have := c.CachedInfo().Config
+		want.DeliverPolicy, want.OptStartSeq, want.OptStartTime = have.DeliverPolicy, have.OptStartSeq, have.OptStartTime
+	}
+	return n.streams.CreateOrUpdateConsumer(ctx, want)
 }
 
 // laneOf spreads Sessions over the lanes by their log subject.

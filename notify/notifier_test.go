@@ -261,6 +261,33 @@ func TestNotifierDeadLetterSettlesTheEvent(t *testing.T) {
 	require.Equal(t, 1.0, notifytest.Count(t, n.metrics, "holdover_notify_delivered_total", "question"))
 }
 
+// An operator replays a window by making a consumer of another name
+// start at a seq: a notifier of that name keeps its starting point (and
+// takes its own AckWait), and posts the transitions from there on.
+func TestNotifierReplaysFromAConsumerAnOperatorMade(t *testing.T) {
+	w := newWorld(t)
+	s := steertest.NewSession(t, w.env.Log, "s1")
+	s.Header(true)
+	s.Ask("call_1", questions)
+	from := s.Pending("call_1")
+	s.Ask("call_2", questions)
+	ctx := context.Background()
+	_, err := w.env.Topology.Sessions.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: "replay", DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from, AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	require.NoError(t, err)
+	recv := notifytest.NewReceiver(t, KeyHeader)
+	w.start(Config{Webhooks: []Webhook{w.hook(recv, FormatJSON)}, Durable: "replay", AckWait: 7 * time.Second})
+	got := accepted(t, recv, 2)
+	require.Equal(t, []Kind{KindPending, KindQuestion}, []Kind{decode(t, got[0]).Kind, decode(t, got[1]).Kind})
+	require.Equal(t, []string{"call_1", "call_2"}, []string{decode(t, got[0]).CallID, decode(t, got[1]).CallID})
+	w.settled("replay")
+	cons, err := w.env.JS.Consumer(ctx, streams.SessionsStream, "replay")
+	require.NoError(t, err)
+	require.Equal(t, jetstream.DeliverByStartSequencePolicy, cons.CachedInfo().Config.DeliverPolicy)
+	require.Equal(t, 7*time.Second, cons.CachedInfo().Config.AckWait)
+}
+
 // A notifier needs somewhere to post.
 func TestNewNeedsAWebhook(t *testing.T) {
 	w := newWorld(t)

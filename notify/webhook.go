@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -103,11 +104,15 @@ func body(n Notification, f Format) ([]byte, error) {
 			Text string `json:"text"`
 		}{slackText(n)}
 	}
-	data, err := json.Marshal(v)
-	if err != nil {
+	// Links keep their '&': the HTML escaping json.Marshal does would
+	// show as \u0026 to whoever reads the body.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, holdover.Wrapf(err, holdover.CodeInternal, "encode notification %s", n.Key)
 	}
-	return data, nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // slackText is n as one message of Slack mrkdwn: what happened, where,

@@ -24,13 +24,14 @@ func TestJSONBody(t *testing.T) {
 	due := t0.Add(30 * time.Second)
 	n := Notification{Kind: KindQuestion, Key: "s1.call_1.6.question", Session: "s1", CallID: "call_1", CallSeq: 6,
 		Questions: []holdover.Question{{ID: "db", Question: "Which database?", Options: []holdover.Option{{Label: "Postgres"}}}},
-		Deadline:  &due, Blocking: false, ParentCallID: "code_1", Seq: 6, At: t0, Link: "http://127.0.0.1:8080/?session=s1#/s/s1"}
+		Deadline:  &due, Blocking: false, ParentCallID: "code_1", Seq: 6, At: t0, Link: "http://127.0.0.1:8080/?session=s1&token=t#/s/s1"}
 	data, err := body(n, FormatJSON)
 	require.NoError(t, err)
+	require.Contains(t, string(data), `"link":"http://127.0.0.1:8080/?session=s1&token=t#/s/s1"}`, "no HTML escaping, no trailing newline")
 	require.JSONEq(t, `{"kind":"question","key":"s1.call_1.6.question","session":"s1","callId":"call_1","callSeq":6,
 		"questions":[{"id":"db","question":"Which database?","options":[{"label":"Postgres"}]}],
 		"deadline":"2026-12-02T16:00:30Z","parentCallId":"code_1","seq":6,"at":"2026-12-02T16:00:00Z",
-		"link":"http://127.0.0.1:8080/?session=s1#/s/s1"}`, string(data))
+		"link":"http://127.0.0.1:8080/?session=s1&token=t#/s/s1"}`, string(data))
 }
 
 // The Slack body is {"text": …}: what happened, the deadline, every
