@@ -288,6 +288,28 @@ func TestNotifierReplaysFromAConsumerAnOperatorMade(t *testing.T) {
 	require.Equal(t, 7*time.Second, cons.CachedInfo().Config.AckWait)
 }
 
+// An operator who deletes the consumer (to drop a backlog) finds the
+// running notifier creating it again, at new events.
+func TestNotifierRecreatesADeletedConsumer(t *testing.T) {
+	w := newWorld(t)
+	recv := notifytest.NewReceiver(t, KeyHeader)
+	w.start(Config{Webhooks: []Webhook{w.hook(recv, FormatJSON)}, Retry: RetryPolicy{First: 10 * time.Millisecond}})
+	ctx := context.Background()
+	require.NoError(t, w.env.Topology.Sessions.DeleteConsumer(ctx, DefaultDurable))
+	s := steertest.NewSession(t, w.env.Log, "s1")
+	s.Header(true)
+	s.Ask("call_1", questions) // may be stored before the consumer is back
+	require.Eventually(t, func() bool {
+		_, err := w.env.JS.Consumer(ctx, streams.SessionsStream, DefaultDurable)
+		return err == nil
+	}, patience, 5*time.Millisecond, "the notifier creates its consumer again")
+	asked := s.Ask("call_2", questions)
+	got := recv.Await(t, patience, "the question asked after", func(reqs []notifytest.Request) bool {
+		return notifytest.Keys(reqs)[fmt.Sprintf("s1.call_2.%d.question", asked)] == 1
+	})
+	require.NotEmpty(t, got)
+}
+
 // A notifier needs somewhere to post.
 func TestNewNeedsAWebhook(t *testing.T) {
 	w := newWorld(t)
