@@ -17,7 +17,6 @@ import (
 	"github.com/holdover-dev/holdover/notify/notifytest"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // notifyAgents runs a notifier posting to a loopback receiver beside the
@@ -104,17 +103,9 @@ func TestNotifyQuestionAnsweredInTime(t *testing.T) {
 	w := newAgentWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 30
 say Using {result}.`)
 	recv, _ := notifyAgents(t, w)
-	answers := []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}
-	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	answerer, err := userquestions.NewAnswerer(w.env.Conn, userquestions.AnswererConfig{Log: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(answerer.Close)
-	watch, err := answerer.Watch(w.ctx, "s1", client)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = watch.Close(context.Background()) })
-
+	settled := w.answerFirst("s1", []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}})
 	w.start(w.ctx, "s1", "Set up the service.")
-	require.NoError(t, <-client.errs)
+	require.NoError(t, <-settled)
 	evts := w.AwaitCount("s1", events.TypeTurnEnd, 1)
 	w.projected("s1")
 	got := notes(t, recv, 1)

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -33,16 +32,10 @@ func TestRuntimeQuestionAnsweredInTime(t *testing.T) {
 	w := newAgentWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 30
 say Using {result}.`)
 	answers := []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}
-	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	answerer, err := userquestions.NewAnswerer(w.env.Conn, userquestions.AnswererConfig{Log: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(answerer.Close)
-	watch, err := answerer.Watch(w.ctx, "s1", client)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	settled := w.answerFirst("s1", answers)
 
 	w.start(w.ctx, "s1", "Set up the service.")
-	require.NoError(t, <-client.errs)
+	require.NoError(t, <-settled)
 	evts := w.AwaitCount("s1", events.TypeTurnEnd, 1)
 
 	result := runtimetest.Last[*events.ToolResult](t, evts)

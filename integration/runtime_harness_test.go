@@ -131,6 +131,20 @@ func (w *agentWorld) working(sid string) {
 	require.NoError(w.t, w.clock.BlockUntilContext(ctx, 1), "the agent never started its independent work")
 }
 
+// answerFirst makes a Client watching sid settle the first request it
+// sees with answers; the channel gets the outcome of that settle.
+func (w *agentWorld) answerFirst(sid string, answers []holdover.Answer) <-chan error {
+	w.t.Helper()
+	client := settleFirst{answers: answers, errs: make(chan error, 1)}
+	answerer, err := userquestions.NewAnswerer(w.env.Conn, userquestions.AnswererConfig{Log: slog.New(slog.DiscardHandler)})
+	require.NoError(w.t, err)
+	w.t.Cleanup(answerer.Close)
+	watch, err := answerer.Watch(w.ctx, sid, client)
+	require.NoError(w.t, err)
+	w.t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	return client.errs
+}
+
 // answer sends a late answer as the user's Client does (D6).
 func (w *agentWorld) answer(sid, callID string, answers ...holdover.Answer) (holdover.AnswerResult, error) {
 	return w.user.Answer(w.ctx, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers})

@@ -26,31 +26,25 @@ func settledSession(n int) *log {
 	return &l
 }
 
-// What the notifier pays per event on a kept View, beyond the fold
-// itself: one event of the agent's text, folded with step, in a Session
-// with 50 settled questions (compare BenchmarkApplyOnly).
-func BenchmarkStepTextEvent(b *testing.B) {
-	l := settledSession(50)
-	v := projection.Fold(l.evts)
-	e := events.New(t0, &events.AssistantMessage{ID: "m", Content: events.Text("More work.")})
-	b.ReportAllocs()
-	for i := range b.N {
-		e.Seq = v.LastSeq + uint64(i) + 1
-		if len(step(&v, e)) != 0 {
-			b.Fatal("text is no transition")
-		}
-	}
-}
-
-// BenchmarkApplyOnly is the fold alone, for the same event and View.
-func BenchmarkApplyOnly(b *testing.B) {
-	l := settledSession(50)
-	v := projection.Fold(l.evts)
-	e := events.New(t0, &events.AssistantMessage{ID: "m", Content: events.Text("More work.")})
-	b.ReportAllocs()
-	for i := range b.N {
-		e.Seq = v.LastSeq + uint64(i) + 1
-		v.Apply(e)
+// What the notifier pays per event on a kept View: one event of the
+// agent's text in a Session with 50 settled questions, folded by
+// projection's Apply alone ("apply") and by step, which also compares the
+// View before and after ("step").
+func BenchmarkTextEvent(b *testing.B) {
+	for _, name := range []string{"apply", "step"} {
+		b.Run(name, func(b *testing.B) {
+			v := projection.Fold(settledSession(50).evts)
+			e := events.New(t0, &events.AssistantMessage{ID: "m", Content: events.Text("More work.")})
+			b.ReportAllocs()
+			for i := range b.N {
+				e.Seq = v.LastSeq + uint64(i) + 1
+				if name == "apply" {
+					v.Apply(e)
+				} else if len(step(&v, e)) != 0 {
+					b.Fatal("text is no transition")
+				}
+			}
+		})
 	}
 }
 
