@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -84,4 +85,25 @@ var bodies = map[Type]func() Body{
 	TypeTurnStart:        func() Body { return &TurnStart{} },
 	TypeTurnEnd:          func() Body { return &TurnEnd{} },
 	TypeStepEnd:          func() Body { return &StepEnd{} },
+}
+
+// Types lists the event types this version decodes, sorted: the ones the
+// schema folder must describe.
+func Types() []Type {
+	out := make([]Type, 0, len(bodies))
+	for t := range bodies {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NewBody returns an empty body of type t, and false for a type this
+// version does not know.
+func NewBody(t Type) (Body, bool) {
+	newBody, ok := bodies[t]
+	if !ok {
+		return nil, false
+	}
+	return newBody(), true
 }
