@@ -64,7 +64,9 @@ func Encode(e Event) ([]byte, error) { return fast.encode(e) }
 
 // Decode parses one log message. Malformed JSON, a missing type or an
 // invalid body of a known type is a BAD_REQUEST error; an unknown type
-// decodes to an Event whose Body is nil.
+// decodes to an Event whose Body is nil. With the error of an invalid body
+// comes the envelope as read (Type, At, Data; Body nil), so a reader can
+// say which event failed and look at what it carried.
 //
 // Data keeps the payload as recorded for known types too (the gateway
 // hands it to Clients as is), so a known body is parsed from Data in a
