@@ -105,6 +105,7 @@ func TestRuntimeLateAnswerIsAdmittedAtTheNextStep(t *testing.T) {
 	require.Equal(t, answers, view.Settled[0].Answers)
 	_, err = w.answer("s1", "call_1", answers...)
 	require.NoError(t, err, "a settled call is not answerable, which is no error")
+	w.fitsSchemas("s1")
 }
 
 // A queued late reply that is discarded before admission releases the
@@ -142,6 +143,7 @@ func TestRuntimeDiscardedReplyCanBeAnsweredAgain(t *testing.T) {
 	require.Equal(t, []string{second.MessageID}, admitted)
 	view := w.projected("s1")
 	require.Equal(t, []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}, view.Settled[0].Answers)
+	w.fitsSchemas("s1")
 }
 
 // A child agent's question fails DELEGATED_CALLER; the child's model reads
@@ -196,6 +198,7 @@ on late answer say Late answer {answers} for {callId}.`)
 	view = w.projected("s1")
 	require.Empty(t, view.Active)
 	require.Equal(t, answers, view.Settled[0].Answers)
+	w.fitsSchemas("s1")
 }
 
 // An answer for a Session whose runtime has stopped resumes it in the

@@ -14,6 +14,7 @@ import (
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
@@ -162,6 +163,20 @@ func (w *agentWorld) projected(sid string) projection.View {
 		return err == nil && equal
 	}, agentPatience, 5*time.Millisecond, "the projection of %s never equalled the fold of its log:\nstored %+v\nfolded %+v", sid, stored, folded)
 	return stored
+}
+
+// fitsSchemas checks that every event the Go runtime recorded in sid fits
+// the protocol's schemas and reaches the fold (issue 8): what Holdover
+// writes is what it tells other runtimes to write.
+func (w *agentWorld) fitsSchemas(sid string) {
+	w.t.Helper()
+	log, err := sessionlog.New(w.env.JS, w.env.Topology.Sessions).ReadStored(w.ctx, sid, 0)
+	require.NoError(w.t, err)
+	require.NotEmpty(w.t, log)
+	report, err := logcheck.Check(log)
+	require.NoError(w.t, err)
+	require.Empty(w.t, report.Problems, "session %s", sid)
+	require.Empty(w.t, report.Unread, "the runtime records only types Holdover reads")
 }
 
 // lateReplies returns the late answers a request showed the model: user

@@ -46,7 +46,7 @@ type Rejection struct {
 }
 
 func (r Rejection) String() string {
-	return fmt.Sprintf("seq %d %s rejected (%s): %s", r.Seq, r.Type, r.Reason, r.Detail)
+	return fmt.Sprintf("seq %d %s (%s): %s", r.Seq, r.Type, r.Reason, r.Detail)
 }
 
 // Reject reports whether the fold cannot use event e, which events.Decode

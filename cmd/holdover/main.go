@@ -7,6 +7,7 @@
 //	holdover answer <session-id>    # a terminal Client: list, claim and answer questions
 //	holdover notify --webhook URL   # post each new and each pending question to webhooks
 //	holdover inspect <session-id>   # a Session's projection, checked against its log
+//	holdover check <session-id>     # every event of a Session's log, checked against the schemas
 //	holdover rebuild                # refold every Session's projection
 package main
 
@@ -37,6 +38,7 @@ const (
 var commands = map[string]command{
 	"agent":   {agentSummary, runAgent},
 	"answer":  {answerSummary, runAnswer},
+	"check":   {checkSummary, runCheck},
 	"dev":     {devSummary, runDev},
 	"inspect": {inspectSummary, runInspect},
 	"notify":  {notifySummary, runNotify},
@@ -44,7 +46,7 @@ var commands = map[string]command{
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "agent", "answer", "notify", "inspect", "rebuild"}
+var commandOrder = []string{"dev", "agent", "answer", "notify", "inspect", "check", "rebuild"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
