@@ -59,7 +59,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Port: natsPort, Name: "holdover-dev"})
+	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Port: natsPort, Name: "holdover-dev",
+		PingInterval: embedded.LivenessPingInterval, MaxPingsOut: embedded.LivenessMaxPingsOut})
 	if err != nil {
 		return fmt.Errorf("start NATS on 127.0.0.1:%d: %w", natsPort, err)
 	}
