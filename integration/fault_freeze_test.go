@@ -121,6 +121,23 @@ func (w *fgWorld) endsOnce(t *testing.T, rec *fgRecorder, sid string, n int) map
 	return ended
 }
 
+// askAll sends n timed calls of fzTimeout in Session s1 from the agent
+// Client and returns once rec has seen each published: when they started,
+// and where each call's result lands.
+func (w *fgWorld) askAll(t *testing.T, rec *fgRecorder, ref *holdover.AgentRef, n int) (time.Time, []<-chan fgResult) {
+	t.Helper()
+	start := time.Now()
+	done := make([]<-chan fgResult, n)
+	for i := range n {
+		done[i] = w.askTimed(context.Background(), w.agent, holdover.AskTimedRequest{
+			Session: "s1", CallID: fmt.Sprintf("call-%d", i), Agent: ref, Questions: fgQuestions, TimeoutMs: fzTimeout.Milliseconds()})
+	}
+	for range n {
+		rec.next(t)
+	}
+	return start, done
+}
+
 // A worker frozen 200 ms before the deadline of the timed calls it owns,
 // for 10 s: its callers end those calls pending within the release bound
 // of the deadline (the backstop asks the owner, which cannot answer), the
@@ -136,15 +153,7 @@ func TestFaultFrozenWorkerEndsItsTimedCallsWithinTheBound(t *testing.T) {
 	rec := w.watch("s1")
 	ref := w.live("s1")
 
-	start := time.Now()
-	done := make([]<-chan fgResult, calls)
-	for i := range calls {
-		done[i] = w.askTimed(context.Background(), w.agent, holdover.AskTimedRequest{
-			Session: "s1", CallID: fmt.Sprintf("call-%d", i), Agent: ref, Questions: fgQuestions, TimeoutMs: fzTimeout.Milliseconds()})
-	}
-	for range calls {
-		rec.next(t)
-	}
+	start, done := w.askAll(t, rec, ref, calls)
 	sleepUntil(start.Add(fzTimeout - 200*time.Millisecond))
 	victim.freeze(t)
 	frozeAt := time.Now()
@@ -251,15 +260,7 @@ func TestFaultFrozenClaimHolderReleasesItsClaims(t *testing.T) {
 			rec := w.watch("s1")
 			ref := w.live("s1")
 
-			start := time.Now()
-			done := make([]<-chan fgResult, calls)
-			for i := range calls {
-				done[i] = w.askTimed(context.Background(), w.agent, holdover.AskTimedRequest{
-					Session: "s1", CallID: fmt.Sprintf("call-%d", i), Agent: ref, Questions: fgQuestions, TimeoutMs: fzTimeout.Milliseconds()})
-			}
-			for range calls {
-				rec.next(t)
-			}
+			start, done := w.askAll(t, rec, ref, calls)
 			victim := fgStart(t, bin, "claimer", "-nats", url, "-bound", fgBound.String(), "-session", "s1", "-claims", fmt.Sprint(claimed))
 			require.Less(t, time.Since(start), tc.freezeAt, "the claims are held before the freeze")
 			sleepUntil(start.Add(tc.freezeAt))

@@ -52,6 +52,19 @@ func startDev(t *testing.T, extra ...string) string {
 	return ""
 }
 
+// devTopology connects to a running dev server and opens the SESSIONS
+// stream and the userQuestions bucket.
+func devTopology(t *testing.T, url string) (jetstream.JetStream, jetstream.Stream, jetstream.KeyValue) {
+	t.Helper()
+	_, js := embeddedtest.Connect(t, url)
+	ctx := context.Background()
+	sessions, err := js.Stream(ctx, streams.SessionsStream)
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
+	require.NoError(t, err)
+	return js, sessions, kv
+}
+
 func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
@@ -63,12 +76,9 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // tampered value with exit 1, and rebuild repairs it.
 func TestDevInspectRebuild(t *testing.T) {
 	url := startDev(t, "--no-demo")
-	_, js := embeddedtest.Connect(t, url)
+	js, sessions, kv := devTopology(t, url)
 	ctx := context.Background()
-	sessions, err := js.Stream(ctx, streams.SessionsStream)
-	require.NoError(t, err)
-	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
-	require.NoError(t, err)
+	var err error
 
 	log := sessionlog.New(js, sessions)
 	args, _ := json.Marshal(holdover.ToolArgs{Questions: []holdover.Question{{ID: "q", Question: "Ship it?"}}, Timeout: new(int64(30))})
@@ -108,12 +118,9 @@ func TestDevInspectRebuild(t *testing.T) {
 // inspect shows the events the fold rejected next to the View.
 func TestCheckAndInspectShowWhatTheFoldRejects(t *testing.T) {
 	url := startDev(t, "--no-demo")
-	_, js := embeddedtest.Connect(t, url)
+	js, sessions, kv := devTopology(t, url)
 	ctx := context.Background()
-	sessions, err := js.Stream(ctx, streams.SessionsStream)
-	require.NoError(t, err)
-	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
-	require.NoError(t, err)
+	var err error
 
 	// A runtime that declared its tool the way its model API does.
 	var last uint64
