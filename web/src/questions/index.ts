@@ -35,7 +35,7 @@ export { Countdown } from "./countdown";
 export type { CountdownOptions, CountdownPhase, Disposition } from "./countdown";
 export { callDraftKey, defaultMaxAgeMs, DraftStore } from "./drafts";
 export type { Draft, DraftAnswer, DraftStoreOptions } from "./drafts";
-export { advancesOnEnter, announcement, answerText, firstProblem, planReview, planReviewIntent, questionProblem, replySummary, replyText } from "./form";
+export { advancesOnEnter, announcement, answerText, firstProblem, keysHint, optionForKey, planReview, planReviewIntent, questionProblem, replySummary, replyText } from "./form";
 export type { KeyPress, PlanReview } from "./form";
 export { isQuestionReply, pair, readReply } from "./reply";
 export type { ReplyItem, ReplyView } from "./reply";
