@@ -1,0 +1,306 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+)
+
+// The inbox feed (docs/protocol.md, "The inbox"): one Client's summary of
+// every Session its token grants that has questions, without a watch per
+// Session. It is one ordered consumer on the projection bucket, filtered to
+// the granted keys (every key for a "*" grant: the Sessions the bucket
+// knows), starting from the last value of each. Each value goes to the
+// Client as the Session's summary: the projection without its settled
+// list (which only grows), with the count of settled calls, and the Host
+// deadlines of its open calls when a service can tell them. The feed
+// sends ready once the values that existed when it started have gone out,
+// then keeps sending each Session whose projection changes. It reads the
+// projection as the watch does, as data it forwards; it names no question
+// field but the calls' callId and status.
+
+// inboxBatch bounds the Sessions of one summary frame.
+const inboxBatch = 256
+
+// inboxLookups bounds the deadline look-ups one feed runs at once.
+const inboxLookups = 8
+
+// sessionSummary is one Session as the inbox shows it.
+type sessionSummary struct {
+	Session string            `json:"session"`
+	Active  []json.RawMessage `json:"active"`
+	Settled int               `json:"settled"`
+	LastSeq uint64            `json:"lastSeq"`
+	// Deadlines are the Host deadlines of the Session's live timed waits,
+	// by call id, for display only (the countdown is the claim's, W3).
+	Deadlines map[string]time.Time `json:"deadlines,omitempty"`
+}
+
+type summaryFrame struct {
+	Type     string           `json:"type"`
+	ID       string           `json:"id"`
+	Sessions []sessionSummary `json:"sessions"`
+}
+
+type inboxReadyFrame struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// inboxFeed is one open inbox of a connection.
+type inboxFeed struct {
+	c   *conn
+	id  string
+	ctx context.Context
+
+	mu      sync.Mutex
+	pending map[string][]byte // latest projection per Session not yet summarised
+	order   []string          // pending Sessions in arrival order
+	initial bool              // the values that existed at the start are still arriving
+	wake    chan struct{}
+}
+
+// inbox opens the Client's inbox feed. It is held like a Remote stream:
+// it counts toward the connection's streams, and close ends it.
+func (c *conn) inbox(f inFrame) {
+	c.mu.Lock()
+	if err := admit(c.streams, f.ID, c.s.lim.MaxStreams, "stream", "open streams"); err != nil {
+		c.mu.Unlock()
+		c.fail(f.ID, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.streams[f.ID] = cancel
+	c.mu.Unlock()
+	feed := &inboxFeed{c: c, id: f.ID, ctx: ctx, pending: make(map[string][]byte), initial: true, wake: make(chan struct{}, 1)}
+	run := func() {
+		err := feed.run()
+		c.mu.Lock()
+		_, mine := c.streams[f.ID]
+		delete(c.streams, f.ID)
+		c.mu.Unlock()
+		cancel()
+		if mine {
+			frame := closeFrame{Type: typeClose, ID: f.ID}
+			if err != nil {
+				frame.Error = holdover.Wire(err)
+			}
+			c.send(encodeFrame(frame))
+		}
+	}
+	if !c.goTask(run) {
+		cancel()
+	}
+}
+
+// inboxSubjects are the projection bucket's subjects of the Sessions a grant covers.
+func inboxSubjects(g Grant) []string {
+	if g.Allows(AllSessions) {
+		return []string{kvSubjectPfx + ">"}
+	}
+	out := make([]string, 0, len(g.Sessions))
+	for _, sid := range g.Sessions {
+		out = append(out, kvSubjectPfx+sid)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// run follows the bucket until the feed ends.
+func (f *inboxFeed) run() error {
+	_, _, views, err := f.c.s.hubs.topology(f.ctx)
+	if err != nil {
+		return err
+	}
+	cons, err := views.OrderedConsumer(f.ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    inboxSubjects(f.c.grant),
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		InactiveThreshold: FeedInactiveThreshold,
+	})
+	if err != nil {
+		return holdover.Wrap(err, CodeUnavailable, "inbox feed")
+	}
+	info, err := cons.Info(f.ctx)
+	if err != nil {
+		return holdover.Wrap(err, CodeUnavailable, "inbox feed")
+	}
+	if info.NumPending == 0 {
+		f.mu.Lock()
+		f.initial = false
+		f.mu.Unlock()
+	}
+	cc, err := cons.Consume(f.offer, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		f.c.s.log.Debug("inbox feed", "err", err)
+	}))
+	if err != nil {
+		return holdover.Wrap(err, CodeUnavailable, "inbox feed")
+	}
+	defer cc.Stop()
+	f.mu.Lock()
+	ready := !f.initial && len(f.order) == 0
+	f.mu.Unlock()
+	if ready {
+		f.c.send(encodeFrame(inboxReadyFrame{Type: typeReady, ID: f.id}))
+	}
+	for {
+		select {
+		case <-f.ctx.Done():
+			return nil
+		case <-f.wake:
+		}
+		for {
+			batch, done := f.take()
+			if len(batch) == 0 {
+				break
+			}
+			f.c.send(encodeFrame(summaryFrame{Type: typeSummary, ID: f.id, Sessions: f.summarise(batch)}))
+			if done && !ready {
+				ready = true
+				f.c.send(encodeFrame(inboxReadyFrame{Type: typeReady, ID: f.id}))
+			}
+		}
+	}
+}
+
+// offer takes one projection value from the consumer.
+func (f *inboxFeed) offer(m jetstream.Msg) {
+	subject := m.Subject()
+	sid := subject[len(kvSubjectPfx):]
+	var data []byte
+	if m.Headers().Get(kvOperation) == "" {
+		data = m.Data()
+	}
+	md, err := m.Metadata()
+	f.mu.Lock()
+	if _, queued := f.pending[sid]; !queued {
+		f.order = append(f.order, sid)
+	}
+	// A delete or purge keeps what the Client has (as a watch does): an
+	// empty value is summarised as the last one was never replaced.
+	if data != nil || f.pending[sid] == nil {
+		f.pending[sid] = data
+	}
+	if err == nil && md.NumPending == 0 {
+		f.initial = false
+	}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take removes up to inboxBatch pending Sessions, and reports whether the
+// initial values are all among those taken so far.
+func (f *inboxFeed) take() (map[string][]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := min(len(f.order), inboxBatch)
+	out := make(map[string][]byte, n)
+	for _, sid := range f.order[:n] {
+		out[sid] = f.pending[sid]
+		delete(f.pending, sid)
+	}
+	f.order = f.order[n:]
+	return out, !f.initial && len(f.order) == 0
+}
+
+// summarise turns projection values into summaries, looking up the Host
+// deadlines of Sessions with open calls, a few at a time.
+func (f *inboxFeed) summarise(batch map[string][]byte) []sessionSummary {
+	out := make([]sessionSummary, 0, len(batch))
+	var open []int
+	for sid, data := range batch {
+		if data == nil {
+			continue
+		}
+		s, hasOpen, err := summaryOf(sid, data)
+		if err != nil {
+			f.c.s.log.Warn("inbox feed: projection is not a view; passed over", "session", sid, "err", err)
+			continue
+		}
+		if hasOpen {
+			open = append(open, len(out))
+		}
+		out = append(out, s)
+	}
+	if lookup := f.c.s.deadlines(); lookup != nil && len(open) > 0 {
+		var wg sync.WaitGroup
+		gate := make(chan struct{}, inboxLookups)
+		for _, i := range open {
+			wg.Add(1)
+			gate <- struct{}{}
+			go func() {
+				defer func() { <-gate; wg.Done() }()
+				ctx, cancel := context.WithTimeout(f.ctx, f.c.s.lim.CallTimeout)
+				defer cancel()
+				d, err := lookup(ctx, out[i].Session)
+				if err != nil {
+					f.c.s.log.Debug("inbox feed: deadlines", "session", out[i].Session, "err", err)
+					return
+				}
+				out[i].Deadlines = d
+			}()
+		}
+		wg.Wait()
+	}
+	slices.SortFunc(out, func(a, b sessionSummary) int {
+		switch {
+		case a.Session < b.Session:
+			return -1
+		case a.Session > b.Session:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// summaryOf reads a projection value: its active calls as they are, the
+// count of its settled ones and its last seq, and whether a call is open.
+func summaryOf(sid string, data []byte) (sessionSummary, bool, error) {
+	var v struct {
+		Active  []json.RawMessage `json:"active"`
+		Settled []json.RawMessage `json:"settled"`
+		LastSeq uint64            `json:"lastSeq"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return sessionSummary{}, false, err
+	}
+	s := sessionSummary{Session: sid, Active: v.Active, Settled: len(v.Settled), LastSeq: v.LastSeq}
+	if s.Active == nil {
+		s.Active = []json.RawMessage{}
+	}
+	open := false
+	for i, raw := range v.Active {
+		var call struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal(raw, &call) == nil && call.Status == "open" {
+			open = true
+		}
+		// Compact: the bucket holds the view indented for operators.
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) == nil {
+			s.Active[i] = buf.Bytes()
+		}
+	}
+	return s, open, nil
+}
+
+// deadlines is the first service's look-up of a Session's Host deadlines, if any has one.
+func (s *Server) deadlines() func(ctx context.Context, sid string) (map[string]time.Time, error) {
+	for _, svc := range s.services {
+		if svc.Deadlines != nil {
+			return svc.Deadlines
+		}
+	}
+	return nil
+}
