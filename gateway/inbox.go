@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 // sends ready once the values that existed when it started have gone out,
 // then keeps sending each Session whose projection changes. It reads the
 // projection as the watch does, as data it forwards; it names no question
-// field but the calls' callId and status.
+// field but the calls' callId, status and blocking flag.
 
 // inboxBatch bounds the Sessions of one summary frame.
 const inboxBatch = 256
@@ -65,7 +66,19 @@ type inboxFeed struct {
 	order   []string          // pending Sessions in arrival order
 	initial bool              // the values that existed at the start are still arriving
 	wake    chan struct{}
+	// version counts each Session's values; a deadline look-up retried
+	// later summarises its value again only if no newer one came.
+	version map[string]uint64
+	retries map[string]int
 }
+
+// A timed call is recorded (and folded as open) just before its wait
+// starts, so a look-up right after the fold may not find its deadline yet:
+// it is tried again, a few times, a little later.
+const (
+	deadlineRetries = 3
+	deadlineRetry   = 200 * time.Millisecond
+)
 
 // inbox opens the Client's inbox feed. It is held like a Remote stream:
 // it counts toward the connection's streams, and close ends it.
@@ -79,7 +92,8 @@ func (c *conn) inbox(f inFrame) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	c.streams[f.ID] = cancel
 	c.mu.Unlock()
-	feed := &inboxFeed{c: c, id: f.ID, ctx: ctx, pending: make(map[string][]byte), initial: true, wake: make(chan struct{}, 1)}
+	feed := &inboxFeed{c: c, id: f.ID, ctx: ctx, pending: make(map[string][]byte), initial: true, wake: make(chan struct{}, 1),
+		version: make(map[string]uint64), retries: make(map[string]int)}
 	run := func() {
 		err := feed.run()
 		c.mu.Lock()
@@ -187,6 +201,8 @@ func (f *inboxFeed) offer(m jetstream.Msg) {
 	if data != nil || f.pending[sid] == nil {
 		f.pending[sid] = data
 	}
+	f.version[sid]++
+	delete(f.retries, sid)
 	if err == nil && md.NumPending == 0 {
 		f.initial = false
 	}
@@ -216,25 +232,27 @@ func (f *inboxFeed) take() (map[string][]byte, bool) {
 // deadlines of Sessions with open calls, a few at a time.
 func (f *inboxFeed) summarise(batch map[string][]byte) []sessionSummary {
 	out := make([]sessionSummary, 0, len(batch))
-	var open []int
+	var timed []int            // indexes of summaries with open timed calls
+	open := map[int][]string{} // their call ids
 	for sid, data := range batch {
 		if data == nil {
 			continue
 		}
-		s, hasOpen, err := summaryOf(sid, data)
+		s, calls, err := summaryOf(sid, data)
 		if err != nil {
 			f.c.s.log.Warn("inbox feed: projection is not a view; passed over", "session", sid, "err", err)
 			continue
 		}
-		if hasOpen {
-			open = append(open, len(out))
+		if len(calls) > 0 {
+			timed = append(timed, len(out))
+			open[len(out)] = calls
 		}
 		out = append(out, s)
 	}
-	if lookup := f.c.s.deadlines(); lookup != nil && len(open) > 0 {
+	if lookup := f.c.s.deadlines(); lookup != nil && len(timed) > 0 {
 		var wg sync.WaitGroup
 		gate := make(chan struct{}, inboxLookups)
-		for _, i := range open {
+		for _, i := range timed {
 			wg.Add(1)
 			gate <- struct{}{}
 			go func() {
@@ -244,47 +262,81 @@ func (f *inboxFeed) summarise(batch map[string][]byte) []sessionSummary {
 				d, err := lookup(ctx, out[i].Session)
 				if err != nil {
 					f.c.s.log.Debug("inbox feed: deadlines", "session", out[i].Session, "err", err)
-					return
 				}
 				out[i].Deadlines = d
 			}()
 		}
 		wg.Wait()
-	}
-	slices.SortFunc(out, func(a, b sessionSummary) int {
-		switch {
-		case a.Session < b.Session:
-			return -1
-		case a.Session > b.Session:
-			return 1
+		for _, i := range timed {
+			for _, call := range open[i] {
+				if _, ok := out[i].Deadlines[call]; !ok {
+					f.retry(out[i].Session, batch[out[i].Session])
+					break
+				}
+			}
 		}
-		return 0
-	})
+	}
+	slices.SortFunc(out, func(a, b sessionSummary) int { return strings.Compare(a.Session, b.Session) })
 	return out
 }
 
+// retry summarises Session sid's value again a little later, unless a
+// newer value comes first or it was retried enough.
+func (f *inboxFeed) retry(sid string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.retries[sid]
+	if n >= deadlineRetries {
+		return
+	}
+	f.retries[sid] = n + 1
+	version := f.version[sid]
+	time.AfterFunc(deadlineRetry*time.Duration(n+1), func() {
+		if f.ctx.Err() != nil {
+			return
+		}
+		f.mu.Lock()
+		if f.version[sid] != version {
+			f.mu.Unlock()
+			return
+		}
+		if _, queued := f.pending[sid]; !queued {
+			f.order = append(f.order, sid)
+			f.pending[sid] = data
+		}
+		f.mu.Unlock()
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
 // summaryOf reads a projection value: its active calls as they are, the
-// count of its settled ones and its last seq, and whether a call is open.
-func summaryOf(sid string, data []byte) (sessionSummary, bool, error) {
+// count of its settled ones and its last seq, and the ids of its open
+// calls that may have a Host deadline (not the keyed blocking ones, M3).
+func summaryOf(sid string, data []byte) (sessionSummary, []string, error) {
 	var v struct {
 		Active  []json.RawMessage `json:"active"`
 		Settled []json.RawMessage `json:"settled"`
 		LastSeq uint64            `json:"lastSeq"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
-		return sessionSummary{}, false, err
+		return sessionSummary{}, nil, err
 	}
 	s := sessionSummary{Session: sid, Active: v.Active, Settled: len(v.Settled), LastSeq: v.LastSeq}
 	if s.Active == nil {
 		s.Active = []json.RawMessage{}
 	}
-	open := false
+	var open []string
 	for i, raw := range v.Active {
 		var call struct {
-			Status string `json:"status"`
+			CallID   string `json:"callId"`
+			Status   string `json:"status"`
+			Blocking bool   `json:"blocking"`
 		}
-		if json.Unmarshal(raw, &call) == nil && call.Status == "open" {
-			open = true
+		if json.Unmarshal(raw, &call) == nil && call.Status == "open" && !call.Blocking {
+			open = append(open, call.CallID)
 		}
 		// Compact: the bucket holds the view indented for operators.
 		var buf bytes.Buffer
