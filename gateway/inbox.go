@@ -70,6 +70,9 @@ type inboxFeed struct {
 	// later summarises its value again only if no newer one came.
 	version map[string]uint64
 	retries map[string]int
+	// retried are the pending Sessions a retry put back: their summary
+	// goes out again only if the look-up now finds a deadline.
+	retried map[string]bool
 }
 
 // A timed call is recorded (and folded as open) just before its wait
@@ -93,7 +96,7 @@ func (c *conn) inbox(f inFrame) {
 	c.streams[f.ID] = cancel
 	c.mu.Unlock()
 	feed := &inboxFeed{c: c, id: f.ID, ctx: ctx, pending: make(map[string][]byte), initial: true, wake: make(chan struct{}, 1),
-		version: make(map[string]uint64), retries: make(map[string]int)}
+		version: make(map[string]uint64), retries: make(map[string]int), retried: make(map[string]bool)}
 	run := func() {
 		err := feed.run()
 		c.mu.Lock()
@@ -170,11 +173,13 @@ func (f *inboxFeed) run() error {
 		case <-f.wake:
 		}
 		for {
-			batch, done := f.take()
+			batch, retried, done := f.take()
 			if len(batch) == 0 {
 				break
 			}
-			f.c.send(encodeFrame(summaryFrame{Type: typeSummary, ID: f.id, Sessions: f.summarise(batch)}))
+			if sessions := f.summarise(batch, retried); len(sessions) > 0 {
+				f.c.send(encodeFrame(summaryFrame{Type: typeSummary, ID: f.id, Sessions: sessions}))
+			}
 			if done && !ready {
 				ready = true
 				f.c.send(encodeFrame(inboxReadyFrame{Type: typeReady, ID: f.id}))
@@ -203,6 +208,7 @@ func (f *inboxFeed) offer(m jetstream.Msg) {
 	}
 	f.version[sid]++
 	delete(f.retries, sid)
+	delete(f.retried, sid)
 	if err == nil && md.NumPending == 0 {
 		f.initial = false
 	}
@@ -215,22 +221,28 @@ func (f *inboxFeed) offer(m jetstream.Msg) {
 
 // take removes up to inboxBatch pending Sessions, and reports whether the
 // initial values are all among those taken so far.
-func (f *inboxFeed) take() (map[string][]byte, bool) {
+func (f *inboxFeed) take() (batch map[string][]byte, retried map[string]bool, done bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := min(len(f.order), inboxBatch)
-	out := make(map[string][]byte, n)
+	batch = make(map[string][]byte, n)
+	retried = make(map[string]bool)
 	for _, sid := range f.order[:n] {
-		out[sid] = f.pending[sid]
+		batch[sid] = f.pending[sid]
+		if f.retried[sid] {
+			retried[sid] = true
+			delete(f.retried, sid)
+		}
 		delete(f.pending, sid)
 	}
 	f.order = f.order[n:]
-	return out, !f.initial && len(f.order) == 0
+	return batch, retried, !f.initial && len(f.order) == 0
 }
 
 // summarise turns projection values into summaries, looking up the Host
-// deadlines of Sessions with open calls, a few at a time.
-func (f *inboxFeed) summarise(batch map[string][]byte) []sessionSummary {
+// deadlines of Sessions with open calls, a few at a time. A retried
+// Session's summary is left out unless a deadline turned up.
+func (f *inboxFeed) summarise(batch map[string][]byte, retried map[string]bool) []sessionSummary {
 	out := make([]sessionSummary, 0, len(batch))
 	var timed []int            // indexes of summaries with open timed calls
 	open := map[int][]string{} // their call ids
@@ -276,6 +288,7 @@ func (f *inboxFeed) summarise(batch map[string][]byte) []sessionSummary {
 			}
 		}
 	}
+	out = slices.DeleteFunc(out, func(s sessionSummary) bool { return retried[s.Session] && len(s.Deadlines) == 0 })
 	slices.SortFunc(out, func(a, b sessionSummary) int { return strings.Compare(a.Session, b.Session) })
 	return out
 }
@@ -303,6 +316,7 @@ func (f *inboxFeed) retry(sid string, data []byte) {
 		if _, queued := f.pending[sid]; !queued {
 			f.order = append(f.order, sid)
 			f.pending[sid] = data
+			f.retried[sid] = true
 		}
 		f.mu.Unlock()
 		select {
