@@ -372,6 +372,14 @@ func (p *browserPage) releaseSettles() {
 	p.eval(`(window.__release(), true)`, nil)
 }
 
+// num is the integer value of a JavaScript expression.
+func (p *browserPage) num(expr string) int {
+	p.t.Helper()
+	var n int
+	p.eval(`Number(`+expr+`)`, &n)
+	return n
+}
+
 // count is the number of elements at css.
 func (p *browserPage) count(css string) int {
 	p.t.Helper()
