@@ -53,6 +53,12 @@ func TestBrowserDemoAnsweredInTimeSaysSo(t *testing.T) {
 	res := w.awaitResult(sid, w.askCall(sid))
 	require.NotContains(t, events.JoinText(res.Content), `"pending"`)
 	p.shot("answered-in-time")
+
+	// Issue 13 item 8: the read-only answers, as the tool row shows them.
+	p.waitFor("the recorded answers", browserExpandAll(`(document.querySelector(".question-row .row-action[aria-expanded='false']")?.click(), `+
+		browserText(`.question-row .answers`)+`?.includes("PostgreSQL"))`))
+	p.accessible("read-only answers")
+	p.shot("read-only-answers")
 }
 
 func TestBrowserDemoPendingThenALateAnswerSaysEach(t *testing.T) {

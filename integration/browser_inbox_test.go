@@ -65,4 +65,9 @@ func TestBrowserInboxListsEveryGrantedSessionsQuestionsMostUrgentFirstAndOpensTh
 	p.fitsPhone("continued card")
 	p.shot("continued-card-phone")
 	p.accessible("continued card")
+
+	// Answered on the phone: the late answer goes through and the card closes.
+	p.click(browserCard + ` .option:nth-of-type(2)`) // SQLite
+	p.click(browserCard + ` .submit`)
+	p.waitFor("the card to close after the accepted answer", browserQuery(browserCard+`[data-channel="rpc"]`)+` === null`)
 }
