@@ -86,35 +86,11 @@ const (
 // inbox opens the Client's inbox feed. It is held like a Remote stream:
 // it counts toward the connection's streams, and close ends it.
 func (c *conn) inbox(f inFrame) {
-	c.mu.Lock()
-	if err := admit(c.streams, f.ID, c.s.lim.MaxStreams, "stream", "open streams"); err != nil {
-		c.mu.Unlock()
-		c.fail(f.ID, err)
-		return
-	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	c.streams[f.ID] = cancel
-	c.mu.Unlock()
-	feed := &inboxFeed{c: c, id: f.ID, ctx: ctx, pending: make(map[string][]byte), initial: true, wake: make(chan struct{}, 1),
-		version: make(map[string]uint64), retries: make(map[string]int), retried: make(map[string]bool)}
-	run := func() {
-		err := feed.run()
-		c.mu.Lock()
-		_, mine := c.streams[f.ID]
-		delete(c.streams, f.ID)
-		c.mu.Unlock()
-		cancel()
-		if mine {
-			frame := closeFrame{Type: typeClose, ID: f.ID}
-			if err != nil {
-				frame.Error = holdover.Wire(err)
-			}
-			c.send(encodeFrame(frame))
-		}
-	}
-	if !c.goTask(run) {
-		cancel()
-	}
+	c.stream(f.ID, func(ctx context.Context) error {
+		feed := &inboxFeed{c: c, id: f.ID, ctx: ctx, pending: make(map[string][]byte), initial: true, wake: make(chan struct{}, 1),
+			version: make(map[string]uint64), retries: make(map[string]int), retried: make(map[string]bool)}
+		return feed.run()
+	})
 }
 
 // inboxSubjects are the projection bucket's subjects of the Sessions a grant covers.
