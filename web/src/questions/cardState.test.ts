@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { call, sampleQuestions, view } from "../testing/questionHarness";
-import { cardKey, cardView, emptyCards, reduceCards, type CardAction, type CardsState } from "./cardState";
+import { cardKey, emptyCards, reduceCards, type CardAction, type CardsState } from "./cardState";
+import { cardView } from "./cardView";
 import { Text } from "./text";
 
 // The reducer alone: state in, state and effects out, nothing else touched.

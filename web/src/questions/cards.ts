@@ -12,12 +12,14 @@
 
 import type { Answer, View } from "../wire";
 import { codeOf } from "../wire";
-import { cardKey, cardView, emptyCards, reduceCards, type CardAction, type CardEffect, type CardsState, type CardView, type RequestPayload } from "./cardState";
+import { cardKey, emptyCards, reduceCards, type CardAction, type CardEffect, type CardsState, type RequestPayload } from "./cardState";
+import { cardView, type CardView } from "./cardView";
 import { ClaimController, type AnswerChannel, type ClaimTransport } from "./claims";
 import type { Clock } from "./clock";
 import type { Draft, DraftStore } from "./drafts";
 
-export type { CardView, ChannelKind, RequestPayload } from "./cardState";
+export type { RequestPayload } from "./cardState";
+export type { CardView, ChannelKind } from "./cardView";
 export type { AnswerChannel, Claim, ClaimHandlers } from "./claims";
 
 /** A request the gateway forwarded from the Host. */

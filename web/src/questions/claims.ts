@@ -9,7 +9,8 @@
 // still be sent, what expiry means are the reducer's (cardState.ts).
 
 import type { Answer, WireError } from "../wire";
-import type { CardAction, CardEffect, CountdownInfo, CountdownOp } from "./cardState";
+import type { CardAction, CardEffect, CountdownOp } from "./cardState";
+import type { CountdownInfo } from "./cardView";
 import type { Clock } from "./clock";
 import { Countdown } from "./countdown";
 

@@ -5,6 +5,7 @@
 //   reduceCards     the pure card reducer: one card per (Session, callId),
 //                   channel selection, delivery races and removal (C1–C5),
 //                   panel actions; state in, state and effects out.
+//   cardView        what a card shows: channel, lock, autofocus, hint (C3, C4, P3).
 //   ClaimController the stateful half: answer channels, attachWait claims
 //                   (W2–W4) and one Countdown per timed card, running the
 //                   reducer's effects and feeding back what they report.
@@ -25,8 +26,10 @@
 
 export { QuestionCards } from "./cards";
 export type { AnswerResult, ForwardedRequest, QuestionCardsOptions, QuestionsTransport } from "./cards";
-export { cardKey, cardView, emptyCards, reduceCards } from "./cardState";
-export type { CardAction, CardEffect, CardState, CardsState, CardView, ChannelKind, CountdownInfo, RequestPayload } from "./cardState";
+export { cardKey, emptyCards, reduceCards } from "./cardState";
+export type { CardAction, CardEffect, CardState, CardsState, RequestPayload } from "./cardState";
+export { cardView, channelOf } from "./cardView";
+export type { CardView, ChannelKind, CountdownInfo } from "./cardView";
 export { ClaimController } from "./claims";
 export type { AnswerChannel, Claim, ClaimHandlers, ClaimTransport } from "./claims";
 export { systemClock } from "./clock";
