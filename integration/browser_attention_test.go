@@ -34,6 +34,7 @@ func TestBrowserAttentionBadgeNotificationsAndSoundBringThePersonToTheCard(t *te
 	// Issue 13 item 2: the title and favicon count the questions waiting; notifications are asked
 	// for from a click; a question that arrives off screen notifies (one on screen does not), and
 	// again in its last ten seconds; a tone plays; the notification's click opens its card.
+	t.Parallel()
 	w := newBrowserWorld(t, browserAskDB(14)+"\n"+browserSayMovedOn)
 	const here, there = "s-att-here", "s-att-there"
 	url := fmt.Sprintf("http://%s/?token=%s&session=%s,%s#/s/%s", w.gw.addr, browserToken, here, there, here)

@@ -19,6 +19,7 @@ func TestBrowserInboxListsEveryGrantedSessionsQuestionsMostUrgentFirstAndOpensTh
 	// Issue 13 items 1, 2, 6, 8: the page without ?session= lists the questions of every Session
 	// the token grants, live waits first by time left, then continued ones; the title and the
 	// favicon carry the count; it fits a phone; opening one goes to its card.
+	t.Parallel()
 	w := newBrowserWorld(t, browserAskDB(2)+"\n"+browserAskRegion(600)+"\n"+browserSayMovedOn)
 	p := w.openURL(w.gw.inboxURL(), "inbox", false)
 	p.waitFor("the empty inbox", browserText(`.inbox .hint`)+`?.startsWith("No question is waiting")`)

@@ -25,6 +25,7 @@ func TestBrowserKeyboardAnswersACardWithNumberKeysEnterAndShiftEnterAndAnIMENeve
 	// Issue 13 item 4: 1–9 pick options (toggle in multi-select), Enter goes to the next question
 	// and submits on the last, Shift+Enter is a new line in free text, an input method's Enter
 	// never submits, and the card says so in one line. Every key is a real key event (CDP Input).
+	t.Parallel()
 	const sid = "s-keys"
 	w, p := browserAsking(t, sid, browserAskTwo(60), browserSayMovedOn)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)
@@ -65,6 +66,7 @@ func TestBrowserKeyboardAnswersACardWithNumberKeysEnterAndShiftEnterAndAnIMENeve
 
 func TestBrowserEscapeHidesAKeyedCardAndTheRowShowsItAgain(t *testing.T) {
 	// Issue 13 item 4, P4: Esc hides a keyed card; its claim and countdown go on.
+	t.Parallel()
 	const sid = "s-esc"
 	_, p := browserAsking(t, sid, browserAskDB(60), browserSayMovedOn)
 	p.waitFor("a counting card", browserText(browserCountdown)+`?.startsWith("Continuing in")`)

@@ -27,6 +27,7 @@ func TestBrowserMarkdownDetailRendersTablesAndCodeAndNoInjectionRuns(t *testing.
 	// Every injection case of web/src/ui/markdown-injections.json (the unit tests' too) is one
 	// question's detail; in Chromium none leaves an element or attribute that could run script
 	// or load from elsewhere, and none ran. A table and a code block render styled.
+	t.Parallel()
 	raw, err := os.ReadFile("../web/src/ui/markdown-injections.json")
 	require.NoError(t, err)
 	var file struct {
