@@ -177,8 +177,9 @@ func (f *inboxFeed) offer(m jetstream.Msg) {
 	if _, queued := f.pending[sid]; !queued {
 		f.order = append(f.order, sid)
 	}
-	// A delete or purge keeps what the Client has (as a watch does): an
-	// empty value is summarised as the last one was never replaced.
+	// A delete or purge (an operator rebuilding the projection) sends
+	// nothing, so the Client keeps the summary it has, as a watch keeps
+	// its view; a value still pending goes out as it is.
 	if data != nil || f.pending[sid] == nil {
 		f.pending[sid] = data
 	}

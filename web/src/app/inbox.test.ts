@@ -37,7 +37,7 @@ describe("Inbox (issue 13 item 1)", () => {
     expect(inbox.items()).toHaveLength(2);
     inbox.reset();
     inbox.apply([summary("b", [call("b1", "continued")])]);
-    expect(inbox.items()).toHaveLength(2);
+    expect([inbox.ready, inbox.loaded, inbox.items().length]).toEqual([false, true, 2]);
     inbox.markReady();
     expect(inbox.items().map((i) => [i.session, i.status])).toEqual([["b", "continued"]]);
   });

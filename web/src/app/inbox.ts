@@ -50,6 +50,7 @@ export class Inbox {
   private sessions = new Map<string, SessionSummary>();
   /** What a feed that is not ready yet has sent; it replaces sessions at ready. */
   private next: Map<string, SessionSummary> | undefined = new Map();
+  private loadedOnce = false;
 
   /** Takes a summary frame's Sessions; one with no active call leaves the inbox. */
   apply(summaries: readonly SessionSummary[]): void {
@@ -64,6 +65,12 @@ export class Inbox {
   markReady(): void {
     if (this.next) this.sessions = this.next;
     this.next = undefined;
+    this.loadedOnce = true;
+  }
+
+  /** Some feed was ready once: there is an inbox to show, if perhaps an old one while a new feed loads. */
+  get loaded(): boolean {
+    return this.loadedOnce;
   }
 
   /** A new feed starts (after a reconnect): until it is ready the last inbox stays shown. */

@@ -22,7 +22,7 @@ export function InboxPage({ store }: { store: AppStore }) {
   const inbox = store.inbox;
   const items = inbox.items();
   useTicker(items.some((i) => i.deadline !== undefined));
-  if (!inbox.ready) return <p class="hint">{InboxText.loading}</p>;
+  if (!inbox.loaded) return <p class="hint">{InboxText.loading}</p>;
   const sessions = new Set(items.map((i) => i.session)).size;
   return (
     <section class="inbox" aria-labelledby="inbox-title">
