@@ -33,6 +33,11 @@ const roleTag = "holdover-role:"
 // own configuration.
 const ServerConfigFile = "nats-auth.conf"
 
+// MaxControlLine is the protocol line a server must accept: a client's
+// CONNECT carries its user JWT, and a role's permissions make that JWT
+// longer than nats-server's default 4 KiB line.
+const MaxControlLine = 16 << 10
+
 var plainName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Setup is a folder of NATS credentials: one operator, a system account,
@@ -242,6 +247,7 @@ func (s *Setup) serverConfig() string {
 	fmt.Fprintf(&b, "# Include it in the server's configuration: include %s\n", ServerConfigFile)
 	fmt.Fprintf(&b, "operator: %q\n", filepath.Join(s.dir, "operator.jwt"))
 	fmt.Fprintf(&b, "system_account: %s\n", s.system.pub)
+	fmt.Fprintf(&b, "# A CONNECT carries the user JWT, longer than the default 4 KiB line.\nmax_control_line: %d\n", MaxControlLine)
 	fmt.Fprintf(&b, "resolver: MEMORY\nresolver_preload: {\n")
 	fmt.Fprintf(&b, "  # %s\n  %s: %q\n", systemAccount, s.system.pub, s.system.jwt)
 	for _, t := range s.Tenants() {

@@ -202,7 +202,7 @@ func actions(w *world) []action {
 				_, err = c.Next(jetstream.FetchMaxWait(patience))
 				return err
 			}},
-		{name: "read the projection", allowed: only(auth.Worker, auth.Gateway, auth.Operator, auth.Admin),
+		{name: "read the projection", allowed: only(auth.Worker, auth.Gateway, auth.Operator, auth.Notifier, auth.Admin),
 			act: api(jsAPI("DIRECT.GET."+streams.KVStreamPrefix+streams.QuestionsBucket), map[string]any{"last_by_subj": streams.KVSubjectPrefix + streams.QuestionsBucket + "." + sid})},
 		{name: "read the worker's replies", allowed: only(auth.Worker, auth.Admin),
 			act: func(ctx context.Context, p *prober) error {
@@ -231,6 +231,8 @@ func actions(w *world) []action {
 			act:     api(jsAPI("CONSUMER.DELETE."+streams.ClaimsStream+"."+w.claim), nil)},
 		{name: "pull the projection's events", allowed: only(auth.Worker, auth.Admin),
 			act: request(jsAPI("CONSUMER.MSG.NEXT."+streams.SessionsStream+"."+streams.ProjectionDurable), map[string]any{"batch": 1, "no_wait": true})},
+		{name: "pull the notifiers' events", allowed: only(auth.Notifier, auth.Admin),
+			act: request(jsAPI("CONSUMER.MSG.NEXT."+streams.SessionsStream+"."+streams.NotifyDurable), map[string]any{"batch": 1, "no_wait": true})},
 		{name: "delete the projection's consumer", allowed: only(auth.Admin),
 			act: api(jsAPI("CONSUMER.DELETE."+streams.SessionsStream+"."+streams.ProjectionDurable), nil)},
 		{name: "create a stream", allowed: only(auth.Admin),

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -30,13 +31,17 @@ const (
 	// Operator reads: stream and consumer info, KV values, stream views,
 	// the service's discovery. It changes nothing.
 	Operator Role = "operator"
+	// Notifier follows the Session logs through its own shared durable and
+	// posts new and pending questions to webhooks (holdover notify): it
+	// reads, and writes nothing on NATS.
+	Notifier Role = "notifier"
 	// Admin provisions the topology and repairs it (rebuild, replaying the
 	// projection): everything in its tenant's account.
 	Admin Role = "admin"
 )
 
 // Roles lists every role, in the order docs and tests show them.
-var Roles = []Role{Worker, Gateway, Agent, Operator, Admin}
+var Roles = []Role{Worker, Gateway, Agent, Operator, Notifier, Admin}
 
 // Known reports whether r is one of [Roles].
 func (r Role) Known() bool {
@@ -157,14 +162,26 @@ func leaseEnds(why string) Rule {
 	return Rule{advisories + "DELETED." + streams.ClaimsStream + ".*", why}
 }
 
-// workerDurables denies a role the consumers on SESSIONS that the workers
-// share, which its wildcards over consumer names would otherwise reach:
-// creating one of that name would change it, pulling from it would take
-// events from the workers, deleting it would replay the log.
-func workerDurables() []Rule {
-	const why = "the workers' shared consumer: re-creating it would change it, pulling from it would take events from the workers, deleting it would replay the log"
+// sharedDurables are the durable consumers on SESSIONS that the processes
+// of one role share, by the role that owns them.
+var sharedDurables = map[string]Role{
+	streams.ProjectionDurable:   Worker,
+	streams.ReservationsDurable: Worker,
+	streams.NotifyDurable:       Notifier,
+}
+
+// workerDurables denies a role the durables on SESSIONS other roles share
+// (all of them for a role that owns none), which its wildcards over
+// consumer names would otherwise reach: creating one of that name would
+// change it, pulling from it would take events from its owners, deleting
+// it would replay the log to them.
+func workerDurables(own ...Role) []Rule {
+	const why = "another role's shared consumer: re-creating it would change it, pulling from it would take events from its owners, deleting it would replay the log to them"
 	var out []Rule
-	for _, d := range []string{streams.ProjectionDurable, streams.ReservationsDurable} {
+	for _, d := range []string{streams.ProjectionDurable, streams.ReservationsDurable, streams.NotifyDurable} {
+		if slices.Contains(own, sharedDurables[d]) {
+			continue
+		}
 		s := streams.SessionsStream + "." + d
 		out = append(out,
 			Rule{jsAPI + "CONSUMER.CREATE." + s, why},
@@ -172,21 +189,23 @@ func workerDurables() []Rule {
 			Rule{jsAPI + "CONSUMER.DURABLE.CREATE." + s, why},
 			Rule{jsAPI + "CONSUMER.MSG.NEXT." + s, why},
 			Rule{jsAPI + "CONSUMER.DELETE." + s, why},
+			Rule{jsAck + s + ".>", why},
 		)
 	}
 	return out
 }
 
-// durablesKept denies the workers, who use the shared durables, only
-// their deletion: deleting one replays the whole log, which is an
-// operator's repair (admin), never a worker's doing.
-func durablesKept() []Rule {
+// durablesKept denies the owners of shared durables their deletion:
+// deleting one replays the whole log, which is an operator's repair
+// (admin), never an owner's doing.
+func durablesKept(owner Role) []Rule {
 	var out []Rule
-	for _, r := range workerDurables() {
-		if strings.HasPrefix(r.Subject, jsAPI+"CONSUMER.DELETE.") {
-			out = append(out, Rule{r.Subject, "deleting a shared durable replays the whole log: an admin's repair"})
+	for d, r := range sharedDurables {
+		if r == owner {
+			out = append(out, Rule{jsAPI + "CONSUMER.DELETE." + streams.SessionsStream + "." + d, "deleting a shared durable replays the whole log: an admin's repair"})
 		}
 	}
+	slices.SortFunc(out, func(a, b Rule) int { return strings.Compare(a.Subject, b.Subject) })
 	return out
 }
 
@@ -208,6 +227,8 @@ func Of(r Role) Permissions {
 		return agent()
 	case Operator:
 		return operator()
+	case Notifier:
+		return notifier()
 	case Admin:
 		return Permissions{
 			Pub: []Rule{{">", "provisioning (streams, buckets) and repair (holdover rebuild, replaying the projection): everything in its account"}},
@@ -265,7 +286,7 @@ func worker() Permissions {
 				leaseEnds("hear that a caller, a root or a claim ended"),
 			},
 		),
-		DenyPub: durablesKept(),
+		DenyPub: append(durablesKept(Worker), workerDurables(Worker)...),
 	}
 	for _, ep := range []string{streams.EndpointAsk, streams.EndpointAskTimed, streams.EndpointInflight, streams.EndpointAnswer, streams.EndpointView} {
 		p.Sub = append(p.Sub, Rule{service(ep), "serve the userQuestions endpoint " + ep})
@@ -292,6 +313,10 @@ func gateway() Permissions {
 			orderedRead(streams.SessionsStream, streams.AllEvents, "send a watched Session's events"),
 			directGet(streams.SessionsStream, "a watched Session's last event: where its history ends"),
 			orderedRead(kvStream(streams.QuestionsBucket), streams.KVSubjectPrefix+streams.QuestionsBucket+".*", "follow a watched Session's View"),
+			[]Rule{
+				{jsAPI + "CONSUMER.CREATE." + kvStream(streams.QuestionsBucket) + ".*", "the inbox feed: one ordered consumer over the Views of every granted Session (several filters, which the create subject does not carry)"},
+				{jsAPI + "CONSUMER.CREATE." + kvStream(streams.QuestionsBucket) + ".*." + streams.KVSubjectPrefix + streams.QuestionsBucket + ".>", "the inbox feed of a token granting every Session"},
+			},
 			directGet(kvStream(streams.QuestionsBucket), "a watched Session's current View"),
 			[]Rule{
 				{jsAPI + "CONSUMER.CREATE." + streams.ClaimsStream + ".*." + streams.ClaimFramePrefix + ".>", "hold its Clients' claims (W2)"},
@@ -382,6 +407,26 @@ func operator() Permissions {
 		p.Pub = append(p.Pub, Rule{jsAPI + "CONSUMER.DELETE." + s + ".*", "delete the ordered consumer a view or a read made (never the durables: denied below)"})
 	}
 	return p
+}
+
+func notifier() Permissions {
+	return Permissions{
+		Pub: concat(
+			topology(),
+			[]Rule{
+				{jsAPI + "CONSUMER.CREATE." + streams.SessionsStream + ".>", "its shared durable (notify, or the name --durable gives) and ordered reads of a Session's log"},
+				{jsAPI + "CONSUMER.DURABLE.CREATE." + streams.SessionsStream + ".*", "its shared durable, on servers that create it there"},
+				{jsAPI + "CONSUMER.INFO." + streams.SessionsStream + ".*", "look its durable up"},
+				{jsAPI + "CONSUMER.MSG.NEXT." + streams.SessionsStream + ".*", "pull Session events"},
+				{jsAPI + "CONSUMER.DELETE." + streams.SessionsStream + ".*", "delete the ordered consumer a reader replaces when it resets (never a durable: denied below)"},
+				{jsAck + streams.SessionsStream + ".>", "acknowledge the events it handled"},
+			},
+			directGet(streams.SessionsStream, "a Session's last event: is the View caught up"),
+			directGet(kvStream(streams.QuestionsBucket), "read Views: what a question's call looks like now"),
+		),
+		Sub:     []Rule{inbox(Notifier)},
+		DenyPub: append(durablesKept(Notifier), workerDurables(Notifier)...),
+	}
 }
 
 func concat(lists ...[]Rule) []Rule {

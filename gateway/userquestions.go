@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/streams"
@@ -33,12 +34,28 @@ const attachWaitOp = "attachWait"
 func UserQuestions(answerer *userquestions.Answerer) Service {
 	b := &questionsBinding{a: answerer, live: make(map[waiter.Key]map[string]*liveWait)}
 	return Service{
-		Name:     userquestions.Name,
-		Subjects: streams.ServicePrefix,
-		Calls:    userQuestionsCalls,
-		Streams:  map[string]Opener{attachWaitOp: b.attachWait},
-		Events:   b,
+		Name:      userquestions.Name,
+		Subjects:  streams.ServicePrefix,
+		Calls:     userQuestionsCalls,
+		Streams:   map[string]Opener{attachWaitOp: b.attachWait},
+		Events:    b,
+		Deadlines: b.deadlines,
 	}
+}
+
+// deadlines lists the Host deadlines of the Session's in-flight timed requests.
+func (b *questionsBinding) deadlines(ctx context.Context, sid string) (map[string]time.Time, error) {
+	reqs, err := b.a.Inflight(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]time.Time, len(reqs))
+	for _, d := range reqs {
+		if d.Wait != nil && d.Wait.Timed && d.Deadline != nil {
+			out[d.Wait.CallID] = *d.Deadline
+		}
+	}
+	return out, nil
 }
 
 // questionsBinding follows waterfall requests and knows, per wait, whether

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
@@ -175,6 +177,11 @@ func (g *browserGateway) pageURL(sid string) string {
 	return fmt.Sprintf("http://%s/?token=%s&session=%s", g.addr, browserToken, sid)
 }
 
+// inboxURL is the inbox: the token and no Session.
+func (g *browserGateway) inboxURL() string {
+	return fmt.Sprintf("http://%s/?token=%s", g.addr, browserToken)
+}
+
 // browserPage is one tab of the web Client.
 type browserPage struct {
 	w    *browserWorld
@@ -189,6 +196,13 @@ type browserPage struct {
 // open opens the Client for Session sid in a new tab. A tab of its own
 // browser context (isolated storage, like a second browser) when isolated.
 func (w *browserWorld) open(sid, name string, isolated bool) *browserPage {
+	w.t.Helper()
+	return w.openURL(w.gw.pageURL(sid), name, isolated)
+}
+
+// openURL opens the page at url in a new tab and waits until it is live;
+// before the page's own scripts, init runs in it (nothing when empty).
+func (w *browserWorld) openURL(url, name string, isolated bool, init ...string) *browserPage {
 	w.t.Helper()
 	var opts []chromedp.ContextOption
 	if isolated {
@@ -208,7 +222,13 @@ func (w *browserWorld) open(sid, name string, isolated bool) *browserPage {
 	}))
 	go p.watchConsole()
 	w.t.Cleanup(p.noExceptions)
-	p.do(chromedp.Navigate(w.gw.pageURL(sid)))
+	for _, src := range init {
+		p.do(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+			return err
+		}))
+	}
+	p.do(chromedp.Navigate(url))
 	p.waitFor("the page to be live", browserLive)
 	return p
 }
@@ -278,6 +298,27 @@ func (p *browserPage) waitFor(what, expr string) {
 	}
 }
 
+// waitAcross is waitFor across a navigation the page is making: while
+// the old document goes and the new one loads, the expression has no
+// context to run in, and it is tried again.
+func (p *browserPage) waitAcross(what, expr string) {
+	p.t.Helper()
+	deadline := time.Now().Add(browserPatience)
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, time.Second)
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`Boolean(`+expr+`)`))
+		cancel()
+		if err == nil && raw {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.shot("timeout")
+			p.t.Fatalf("page %s: waited %s for %s (%s): %v", p.name, browserPatience, what, expr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // click clicks the element like a person: a real mouse event at its centre.
 func (p *browserPage) click(css string) {
 	p.t.Helper()
@@ -337,6 +378,14 @@ func (p *browserPage) releaseSettles() {
 	p.eval(`(window.__release(), true)`, nil)
 }
 
+// num is the integer value of a JavaScript expression.
+func (p *browserPage) num(expr string) int {
+	p.t.Helper()
+	var n int
+	p.eval(`Number(`+expr+`)`, &n)
+	return n
+}
+
 // count is the number of elements at css.
 func (p *browserPage) count(css string) int {
 	p.t.Helper()
@@ -363,4 +412,62 @@ func browserQuery(css string) string {
 func browserString(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q)
+}
+
+// The phone of issue 13 item 6: 390×844 CSS pixels, a touch screen.
+const (
+	phoneWidth  = 390
+	phoneHeight = 844
+	// minTarget is the least height of anything a thumb must hit.
+	minTarget = 44
+)
+
+// phone makes the tab a phone-sized touch screen.
+func (p *browserPage) phone() {
+	p.t.Helper()
+	p.do(chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+}
+
+// fitsPhone checks the page as it stands: nothing scrolls sideways, and
+// every visible control is at least minTarget pixels high (an option's
+// hit target is its whole label; a link inside running Markdown text is
+// exempt, as WCAG 2.5.8 exempts inline targets).
+func (p *browserPage) fitsPhone(state string) {
+	p.t.Helper()
+	var wide struct{ Scroll, Client int }
+	p.eval(`({Scroll: document.documentElement.scrollWidth, Client: document.documentElement.clientWidth})`, &wide)
+	require.LessOrEqual(p.t, wide.Scroll, wide.Client, "%s: the page scrolls sideways at %dpx", state, phoneWidth)
+	var small []string
+	p.eval(`[...document.querySelectorAll("a, button, textarea, .option, input:not([type=radio]):not([type=checkbox])")]
+		.filter((e) => e.offsetParent !== null && !e.closest(".option, .sr-only, .markdown"))
+		.concat([...document.querySelectorAll(".option")].filter((e) => e.offsetParent !== null))
+		.filter((e) => e.getBoundingClientRect().height < `+fmt.Sprint(minTarget)+`)
+		.map((e) => e.outerHTML.slice(0, 120) + " " + Math.round(e.getBoundingClientRect().height) + "px")`, &small)
+	require.Empty(p.t, small, "%s: hit targets under %dpx", state, minTarget)
+}
+
+// axeSource is axe-core's script, from the web Client's pinned dev dependencies (npm ci in web/).
+var axeSource = sync.OnceValues(func() ([]byte, error) { return os.ReadFile("../web/node_modules/axe-core/axe.min.js") })
+
+// accessible runs axe-core in the page and fails on any serious or
+// critical violation (issue 13 item 8).
+func (p *browserPage) accessible(state string) {
+	p.t.Helper()
+	src, err := axeSource()
+	if errors.Is(err, fs.ErrNotExist) && os.Getenv("CI") != "true" {
+		// As with chromium: a developer's machine may lack it, CI (make test runs npm ci first) never.
+		p.t.Logf("%s: axe-core not checked: it is a dev dependency of web/, run npm ci there", state)
+		return
+	}
+	require.NoError(p.t, err, "axe-core is a dev dependency of web/: run npm ci there")
+	p.eval(string(src)+";true", nil)
+	ctx, cancel := context.WithTimeout(p.ctx, browserPatience)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](`axe.run(document, {resultTypes: ["violations"]}).then((r) => r.violations
+		.filter((v) => v.impact === "serious" || v.impact === "critical")
+		.map((v) => v.impact + " " + v.id + ": " + v.help + " — " + v.nodes.map((n) => n.target.join(" ")).join(", ")))`, chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
+	require.NoError(p.t, err, "run axe-core")
+	var violations []string
+	require.NoError(p.t, json.Unmarshal(raw, &violations))
+	require.Empty(p.t, violations, "%s: axe-core finds serious or critical violations", state)
 }

@@ -52,7 +52,12 @@ func newFGWorldAuth(t testing.TB, secure bool) *fgWorld {
 	if secure {
 		start = func(t testing.TB, cfg streams.Config) *embeddedtest.Env { return embeddedtest.StartSecure(t, cfg) }
 	}
-	env := start(t, streams.Config{Memory: true})
+	return newFGWorldOn(t, start(t, streams.Config{Memory: true}))
+}
+
+// newFGWorldOn is newFGWorld on a server the test configured itself.
+func newFGWorldOn(t testing.TB, env *embeddedtest.Env) *fgWorld {
+	t.Helper()
 	w := &fgWorld{
 		t:     t,
 		env:   env,

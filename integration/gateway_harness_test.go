@@ -108,6 +108,7 @@ type gwFrame struct {
 	Data     json.RawMessage `json:"data"`
 	Result   json.RawMessage `json:"result"`
 	Reason   string          `json:"reason"`
+	Sessions json.RawMessage `json:"sessions"`
 	Error    *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`

@@ -64,12 +64,15 @@ const (
 	EndpointView     = "view"
 )
 
-// The durable consumers on SESSIONS that workers share. Only workers may
-// create or pull from them; every other role is denied them by name
-// (package auth), since a consumer name is one token no wildcard narrows.
+// The durable consumers on SESSIONS that workers, and notifiers, share.
+// Only their owners may create or pull from them; every other role is
+// denied them by name (package auth), since a consumer name is one token
+// no wildcard narrows.
 const (
 	ProjectionDurable   = "projection"
 	ReservationsDurable = "reservations"
+	// NotifyDurable is the one notifier processes share (package notify).
+	NotifyDurable = "notify"
 )
 
 // Wildcards over every Session's subject of one kind: the stream filters,

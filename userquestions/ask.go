@@ -415,6 +415,7 @@ func (fg *foreground) begin(ctx context.Context, req *request, a asking) error {
 			CallID:    a.callID,
 			Questions: a.questions,
 			Intent:    a.intent,
+			Deadline:  deadlineOf(w),
 			Owner:     fg.leaseName,
 			Reply:     fg.wf.replySubject(id),
 		},
@@ -625,6 +626,16 @@ func (fg *foreground) finishOnce(lw *liveWait) {
 			fg.closeClaim(c.name)
 		}()
 	}
+}
+
+// deadlineOf is the wait's Host deadline as a request carries it: in UTC, nil without one.
+func deadlineOf(w *waiter.Wait) *time.Time {
+	d, ok := w.Deadline()
+	if !ok {
+		return nil
+	}
+	d = d.UTC()
+	return &d
 }
 
 // inflight lists this worker's live requests of a Session. Every worker

@@ -105,12 +105,13 @@ func (c *Client) ConfigureCalls(cfg CallerConfig) {
 // Client countdown, or its worker's death). A cancelled ctx is ASK_ABORTED;
 // every other failure keeps the code the service sent.
 func (c *Client) AskTimed(ctx context.Context, req holdover.AskTimedRequest) (holdover.Outcome, error) {
-	msg, err := c.waitCall(ctx, opAskTimed, req)
+	deadline := timedDeadline(req)
+	msg, err := c.waitCall(ctx, opAskTimed, req, deadline)
 	for refused := 0; errors.Is(err, errRefused); refused++ {
 		if sleepCtx(ctx, retryDelay(refused)) != nil {
 			return holdover.Outcome{}, aborted(ctx)
 		}
-		msg, err = c.waitCall(ctx, opAskTimed, req)
+		msg, err = c.waitCall(ctx, opAskTimed, req, deadline)
 	}
 	if errors.Is(err, errOwnerLost) {
 		return holdover.Outcome{Pending: true}, nil
@@ -133,7 +134,7 @@ func (c *Client) AskTimed(ctx context.Context, req holdover.AskTimedRequest) (ho
 func (c *Client) Ask(ctx context.Context, req holdover.AskRequest) ([]holdover.Answer, error) {
 	retried, delays := false, 0
 	for {
-		msg, err := c.waitCall(ctx, opAsk, req)
+		msg, err := c.waitCall(ctx, opAsk, req, time.Time{})
 		switch {
 		case errors.Is(err, errOwnerLost):
 			retried = true
@@ -243,8 +244,9 @@ func (c *Client) setup(ctx context.Context) (*callerSide, error) {
 }
 
 // waitCall sends one ask or askTimed and waits for its reply, following
-// the owner's lease once the accepted frame names it.
-func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, error) {
+// the owner's lease once the accepted frame names it, and, for a call due
+// at deadline (zero for none), asking the owner after it (ask_backstop.go).
+func (c *Client) waitCall(ctx context.Context, op string, in any, deadline time.Time) (*nats.Msg, error) {
 	if ctx.Err() != nil {
 		return nil, aborted(ctx)
 	}
@@ -272,6 +274,8 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 	var lost <-chan struct{}
 	unwatch := func() {}
 	defer func() { unwatch() }()
+	overdue, disarm := cs.backstopFor(pc, deadline)
+	defer disarm()
 	for {
 		select {
 		case m := <-pc.frames:
@@ -290,6 +294,13 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 			if m, ok := pendingReply(pc); ok {
 				return reply(ctx, op, m)
 			}
+			return nil, errOwnerLost
+		case <-overdue:
+			if m, ok := pendingReply(pc); ok {
+				cs.forget(pc)
+				return reply(ctx, op, m)
+			}
+			cs.abandon(pc) // its owner aborts the wait when it wakes
 			return nil, errOwnerLost
 		case <-pc.ended:
 			cs.forget(pc)

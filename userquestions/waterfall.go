@@ -3,6 +3,7 @@ package userquestions
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
@@ -36,6 +37,10 @@ type WaterfallRequest struct {
 	// {callId} for a keyed blocking ask (M3). A legacy request has none and
 	// cannot be claimed.
 	Wait *WaitRef `json:"wait,omitempty"`
+	// Deadline is the wait's original Host deadline, when it has one. It is
+	// for display (an inbox's time left); a Client's countdown starts from
+	// the remainingMs its claim receives (W3), which a claim may hold past it.
+	Deadline *time.Time `json:"deadline,omitempty"`
 	// Owner is the lease of the worker that owns the request. Answerers
 	// watch it, so that a dead worker's requests do not linger.
 	Owner string `json:"owner"`

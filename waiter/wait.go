@@ -50,6 +50,10 @@ func newWait(parent context.Context, r *Registry, key Key, timeout time.Duration
 	return w
 }
 
+// Deadline returns the original Host deadline, and false for a wait that
+// has none. Claims stop the timer but never move it (W2).
+func (w *Wait) Deadline() (time.Time, bool) { return w.deadline, !w.deadline.IsZero() }
+
 // Key returns the call the wait belongs to.
 func (w *Wait) Key() Key { return w.key }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/cmd/internal/agentproc"
 	"github.com/holdover-dev/holdover/cmd/internal/gatewayproc"
+	"github.com/holdover-dev/holdover/cmd/internal/notifyproc"
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/gateway"
@@ -35,6 +36,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		listen      string
 		noDemo      bool
 		logCfg      ops.LogConfig
+		notifyCfg   notifyproc.Config
 	)
 	fs := newFlags("dev", "", devSummary, stderr)
 	fs.StringVar(&data, "data", ".holdover", "folder for JetStream files; kept across runs")
@@ -42,6 +44,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&metricsAddr, "metrics-addr", questionworker.DefaultMetricsAddr, "address of /metrics and /healthz")
 	fs.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the gateway: the web UI and its WebSocket")
 	fs.BoolVar(&noDemo, "no-demo", false, "do not run the demo agent (Session "+demoSession+")")
+	notifyCfg.RegisterWebhookFlags(fs, "webhook-format")
 	logCfg.RegisterFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -65,7 +68,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	creds := func(r auth.Role) string { return setup.Creds(auth.DefaultTenant, r) }
-	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Port: natsPort, Name: "holdover-dev", Auth: setup})
+	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Port: natsPort, Name: "holdover-dev", Auth: setup,
+		PingInterval: embedded.LivenessPingInterval, MaxPingsOut: embedded.LivenessMaxPingsOut})
 	if err != nil {
 		return fmt.Errorf("start NATS on 127.0.0.1:%d: %w", natsPort, err)
 	}
@@ -89,7 +93,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer nc.Close()
 
 	// Components start in order; each may rely on the ones before it.
-	components, err := questionworker.Components(ctx, nc, js, questionworker.Config{MetricsAddr: metricsAddr, Logger: logger, NoProvision: true})
+	metrics := ops.NewMetrics()
+	components, err := questionworker.Components(ctx, nc, js, questionworker.Config{MetricsAddr: metricsAddr, Metrics: metrics, Logger: logger, NoProvision: true})
 	if err != nil {
 		return err
 	}
@@ -111,6 +116,24 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("gateway: %w", err)
 	}
 	components = append(components, gatewayproc.Component(gwConn, gwJS, gatewayproc.Config{Listener: ln, Tokens: tokens, Logger: logger}))
+	notifying := "off (--webhook URL turns it on)"
+	if len(notifyCfg.Webhooks) > 0 {
+		// The link carries this run's token, so a click opens the card;
+		// the gateway listens on loopback only.
+		notifyCfg.WebURL = fmt.Sprintf("http://%s/?token=%s", ln.Addr(), token)
+		notifyCfg.Notify.Metrics, notifyCfg.Notify.Logger = metrics, logger
+		notifyConn, notifyJS, err := as(auth.Notifier, "holdover-dev-notify")
+		if err != nil {
+			return err
+		}
+		defer notifyConn.Close()
+		notifier, err := notifyproc.Component(ctx, notifyJS, notifyCfg)
+		if err != nil {
+			return err
+		}
+		components = append(components, notifier)
+		notifying = fmt.Sprintf("%d webhook(s), %s bodies", len(notifyCfg.Webhooks), notifyCfg.Format)
+	}
 	if !noDemo {
 		agentConn, _, err := as(auth.Agent, "holdover-dev-agent")
 		if err != nil {
@@ -131,6 +154,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
   web UI   http://%s/?token=%s&session=%s
   NATS     %s  (authentication on; JetStream files and credentials in %s)
   metrics  http://%s/metrics   health  http://%s/healthz
+  notify   %s
 
 The demo agent asks a timed question in Session %q, keeps working when it
 times out, and takes the late answer. Answer it in the web UI, or with
@@ -147,7 +171,7 @@ or with this binary:
   holdover inspect --nats %s --creds %s <session-id>
 
 Ctrl-C stops.
-`, ln.Addr(), token, demoSession, url, dir, metricsAddr, metricsAddr, demoSession, ln.Addr(), token, demoSession,
+`, ln.Addr(), token, demoSession, url, dir, metricsAddr, metricsAddr, notifying, demoSession, ln.Addr(), token, demoSession,
 		natsContext("holdover-dev", url, auth.Operator, creds(auth.Operator), true), streams.QuestionsBucket,
 		natsContext("holdover-dev-gateway", url, auth.Gateway, creds(auth.Gateway), false), streams.ServicePrefix, streams.EndpointAnswer,
 		url, creds(auth.Operator))

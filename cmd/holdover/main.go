@@ -5,7 +5,9 @@
 //	holdover dev                    # the whole system in one process, data in ./.holdover
 //	holdover agent --session s1     # an agent runtime against NATS (scripted or OpenAI-compatible model)
 //	holdover answer <session-id>    # a terminal Client: list, claim and answer questions
+//	holdover notify --webhook URL   # post each new and each pending question to webhooks
 //	holdover inspect <session-id>   # a Session's projection, checked against its log
+//	holdover check <session-id>     # every event of a Session's log, checked against the schemas
 //	holdover rebuild                # refold every Session's projection
 //	holdover auth init [tenant...]  # NATS credentials: an account per tenant, a creds file per role
 //	holdover provision              # create or update the streams and buckets (admin credentials)
@@ -39,14 +41,16 @@ var commands = map[string]command{
 	"agent":     {agentSummary, runAgent},
 	"answer":    {answerSummary, runAnswer},
 	"auth":      {authSummary, runAuth},
-	"provision": {provisionSummary, runProvision},
+	"check":     {checkSummary, runCheck},
 	"dev":       {devSummary, runDev},
 	"inspect":   {inspectSummary, runInspect},
+	"notify":    {notifySummary, runNotify},
+	"provision": {provisionSummary, runProvision},
 	"rebuild":   {rebuildSummary, runRebuild},
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "agent", "answer", "inspect", "rebuild", "auth", "provision"}
+var commandOrder = []string{"dev", "agent", "answer", "notify", "inspect", "check", "rebuild", "auth", "provision"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
