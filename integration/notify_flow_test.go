@@ -16,8 +16,8 @@ import (
 	"github.com/holdover-dev/holdover/notify"
 	"github.com/holdover-dev/holdover/notify/notifytest"
 	"github.com/holdover-dev/holdover/ops"
-	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // notifyAgents runs a notifier posting to a loopback receiver beside the
