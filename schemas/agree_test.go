@@ -21,6 +21,7 @@ import (
 func fullBodies() []events.Body {
 	content := []events.Part{{Type: "text", Text: "hello"}}
 	reply := events.Message{ID: "m1", Role: "user", Content: content, Source: events.QuestionReply("call_1")}
+	reply.Source.User = "ana"
 	toolErr := &events.ToolError{Name: "AskAbortedError", Code: holdover.CodeAskAborted}
 	return []events.Body{
 		&events.RequestHeader{Turn: "t1", Model: "m", Tools: []events.ToolSchema{{

@@ -207,6 +207,10 @@ export interface Source {
    * user-question-reply: always answered.
    */
   outcome?: string;
+  /**
+   * user-question-reply: who gave the answer, as the gateway that carried it authenticated them (issue 10); absent when it came another way.
+   */
+  user?: string;
 }
 /**
  * Body of agent/inbox/spliced: a queued inbox message entered the agent's pending inbox. It carries the message, so a restarted runtime can restore it; a late answer shows as queued in the projection, never settled (D5, D8).
