@@ -162,6 +162,23 @@ func leaseEnds(why string) Rule {
 	return Rule{advisories + "DELETED." + streams.ClaimsStream + ".*", why}
 }
 
+// sessionConsumers lets a role that owns shared durables on SESSIONS use
+// them and read Session logs through ordered consumers: consumers of any
+// name and filter (workerDurables keeps other roles' durables out of
+// reach), pulled and acknowledged, looked up, and deleted when a reader
+// replaces one. what says which durables and reads.
+func sessionConsumers(what string) []Rule {
+	s := streams.SessionsStream
+	return []Rule{
+		{jsAPI + "CONSUMER.CREATE." + s + ".>", what},
+		{jsAPI + "CONSUMER.DURABLE.CREATE." + s + ".*", what + ", on servers that create durables there"},
+		{jsAPI + "CONSUMER.INFO." + s + ".*", "look its consumers up"},
+		{jsAPI + "CONSUMER.MSG.NEXT." + s + ".*", "pull Session events"},
+		{jsAPI + "CONSUMER.DELETE." + s + ".*", "delete the ordered consumer a reader replaces when it resets (never a shared durable: denied below)"},
+		{jsAck + s + ".>", "acknowledge the events it handled"},
+	}
+}
+
 // sharedDurables are the durable consumers on SESSIONS that the processes
 // of one role share, by the role that owns them.
 var sharedDurables = map[string]Role{
@@ -242,14 +259,7 @@ func worker() Permissions {
 	p := Permissions{
 		Pub: concat(
 			topology(),
-			[]Rule{
-				{jsAPI + "CONSUMER.CREATE." + streams.SessionsStream + ".>", "the shared durables (projection, reservations) and ordered reads of one Session's log (a fold catching up, a late answer's check)"},
-				{jsAPI + "CONSUMER.DURABLE.CREATE." + streams.SessionsStream + ".*", "the shared durables, on servers that create them there"},
-				{jsAPI + "CONSUMER.INFO." + streams.SessionsStream + ".*", "look its consumers up"},
-				{jsAPI + "CONSUMER.MSG.NEXT." + streams.SessionsStream + ".*", "pull Session events"},
-				{jsAPI + "CONSUMER.DELETE." + streams.SessionsStream + ".*", "delete the ordered consumer a reader replaces when it resets (never the durables: denied below)"},
-				{jsAck + streams.SessionsStream + ".>", "acknowledge folded events"},
-			},
+			sessionConsumers("the shared durables (projection, reservations) and ordered reads of one Session's log (a fold catching up, a late answer's check)"),
 			directGet(streams.SessionsStream, "a Session's last event: is the View caught up (D6)"),
 			[]Rule{{streams.KVSubjectPrefix + streams.QuestionsBucket + ".*", "write the projection, compare-and-set (D1)"}},
 			directGet(kvStream(streams.QuestionsBucket), "read Views"),
@@ -413,14 +423,7 @@ func notifier() Permissions {
 	return Permissions{
 		Pub: concat(
 			topology(),
-			[]Rule{
-				{jsAPI + "CONSUMER.CREATE." + streams.SessionsStream + ".>", "its shared durable (notify, or the name --durable gives) and ordered reads of a Session's log"},
-				{jsAPI + "CONSUMER.DURABLE.CREATE." + streams.SessionsStream + ".*", "its shared durable, on servers that create it there"},
-				{jsAPI + "CONSUMER.INFO." + streams.SessionsStream + ".*", "look its durable up"},
-				{jsAPI + "CONSUMER.MSG.NEXT." + streams.SessionsStream + ".*", "pull Session events"},
-				{jsAPI + "CONSUMER.DELETE." + streams.SessionsStream + ".*", "delete the ordered consumer a reader replaces when it resets (never a durable: denied below)"},
-				{jsAck + streams.SessionsStream + ".>", "acknowledge the events it handled"},
-			},
+			sessionConsumers("its shared durable (notify, or the name --durable gives) and ordered reads of a Session's log"),
 			directGet(streams.SessionsStream, "a Session's last event: is the View caught up"),
 			directGet(kvStream(streams.QuestionsBucket), "read Views: what a question's call looks like now"),
 		),
