@@ -353,7 +353,7 @@ func (fg *foreground) askTimed(ctx context.Context, req *request) (any, error) {
 	if err := decode(req.data, &in); err != nil {
 		return nil, err
 	}
-	timeout, err := waiter.ParseTimeoutMs(json.Number(in.TimeoutMs))
+	timeout, err := holdover.ParseTimeoutMs(json.Number(in.TimeoutMs))
 	if err != nil {
 		return nil, err
 	}

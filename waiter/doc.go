@@ -13,7 +13,7 @@
 //
 // One [Registry] holds every live wait of a worker. For one askTimed call:
 //
-//  1. Check the requested timeout with [ParseTimeoutMs] or [TimeoutFromMs]
+//  1. Check the requested timeout with [holdover.ParseTimeoutMs] or [holdover.TimeoutFromMs]
 //     (BAD_TIMEOUT), then [Registry.Start] the wait with the agent's request
 //     context as parent (DUPLICATE_WAIT for a second live wait of the same
 //     call).

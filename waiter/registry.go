@@ -38,7 +38,7 @@ func NewRegistry(clock clockwork.Clock) *Registry {
 
 // Start creates the live wait for key and starts its Host deadline.
 //
-// timeout is the bounded foreground wait of askTimed, at most [MaxTimeout];
+// timeout is the bounded foreground wait of askTimed, at most [holdover.MaxTimeout];
 // 0 means no Host deadline: the keyed blocking ask of M3 (timeout -1 in the
 // timed schema) or, with an empty key.CallID, a legacy unkeyed ask (M1).
 // A timed wait needs a call id.
@@ -51,8 +51,8 @@ func NewRegistry(clock clockwork.Clock) *Registry {
 // Start fails DUPLICATE_WAIT while a live wait for the same key exists (W1).
 func (r *Registry) Start(parent context.Context, key Key, timeout time.Duration) (*Wait, error) {
 	switch {
-	case timeout < 0 || timeout > MaxTimeout:
-		return nil, holdover.Newf(holdover.CodeBadTimeout, "timeout %v is outside 0..%v", timeout, MaxTimeout)
+	case timeout < 0 || timeout > holdover.MaxTimeout:
+		return nil, holdover.Newf(holdover.CodeBadTimeout, "timeout %v is outside 0..%v", timeout, holdover.MaxTimeout)
 	case timeout > 0 && key.CallID == "":
 		return nil, holdover.New(holdover.CodeBadRequest, "a timed wait needs a call id")
 	case parent.Err() != nil:

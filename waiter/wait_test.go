@@ -133,7 +133,7 @@ func TestW1ParentAlreadyEndedStartsNothing(t *testing.T) {
 
 func TestW1StartChecksTimeoutAndKey(t *testing.T) {
 	_, r := newTest(t)
-	for _, d := range []time.Duration{-time.Millisecond, MaxTimeout + time.Millisecond} {
+	for _, d := range []time.Duration{-time.Millisecond, holdover.MaxTimeout + time.Millisecond} {
 		_, err := r.Start(context.Background(), callA, d)
 		assertCode(t, holdover.CodeBadTimeout, err)
 	}
@@ -141,7 +141,7 @@ func TestW1StartChecksTimeoutAndKey(t *testing.T) {
 	assertCode(t, holdover.CodeBadRequest, err)
 	assert.Equal(t, 0, r.Len())
 
-	w := start(t, r, callA, MaxTimeout)
+	w := start(t, r, callA, holdover.MaxTimeout)
 	assert.True(t, w.Answer(batch))
 }
 
