@@ -32,14 +32,14 @@ const (
 	DefaultTimeout = 120
 )
 
-// Service is the question service as the tool uses it: a blocking ask and a
+// Asker is the question service as the tool uses it: a blocking ask and a
 // timed ask. The service owns the waits, the deadlines and the durable
 // question; the tool only chooses which call to make.
 //
 // The model reads an error's code and message as the tool result, so the
 // message must be fit for it: DELEGATED_CALLER, for one, tells the child
 // agent to put the open question in its final result (M9).
-type Service interface {
+type Asker interface {
 	// Ask waits until the questions are answered. A request with a CallID
 	// is keyed and tracked; one without is a legacy request.
 	Ask(ctx context.Context, req holdover.AskRequest) ([]holdover.Answer, error)
@@ -78,7 +78,7 @@ type Result struct {
 // Tool is a registered ask_user_question tool. It is safe for concurrent
 // calls: after New it holds only immutable configuration.
 type Tool struct {
-	svc            Service
+	svc            Asker
 	timed          bool
 	defaultTimeout int64
 	description    string
@@ -88,7 +88,7 @@ type Tool struct {
 // New registers the tool. It rejects an unknown mode and an invalid default
 // timeout now (M2), so that a misconfiguration fails at startup rather than
 // on the model's first question.
-func New(cfg Config, svc Service) (*Tool, error) {
+func New(cfg Config, svc Asker) (*Tool, error) {
 	if svc == nil {
 		return nil, holdover.New(holdover.CodeBadRequest, "ask_user_question needs a question service")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -131,7 +132,7 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", url, "-bound", fgBound.String())
 
 	log := sessionlog.New(w.env.JS, w.env.Topology.Sessions)
-	answerer := w.answerer(w.conn())
+	ans := w.answerer(w.conn())
 	qs := steertest.Questions("q1", "q2")
 	type call struct {
 		s    *steertest.Session
@@ -142,7 +143,7 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 	recs := make([]*fgRecorder, sessions)
 	for i := range sessions {
 		sid := fmt.Sprintf("s%d", i)
-		recs[i] = w.watchWith(answerer, sid)
+		recs[i] = w.watchWith(ans, sid)
 		ref := w.live(sid)
 		s := steertest.NewSession(t, log, sid)
 		s.Header(true)
@@ -153,7 +154,7 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 				holdover.AskTimedRequest{Session: sid, CallID: id, Agent: ref, Questions: qs, TimeoutMs: 3_600_000})})
 		}
 	}
-	var claims []*userquestions.Claim
+	var claims []*answerer.Claim
 	for _, rec := range recs {
 		for j := range calls {
 			d := rec.next(t)
@@ -215,7 +216,7 @@ func TestFaultAgentKilledMidWait(t *testing.T) {
 		"-session", "s1", "-instance", ref.Instance, "-epoch", fmt.Sprint(ref.Epoch),
 		"-timed", fmt.Sprint(timed), "-keyed", fmt.Sprint(keyed))
 
-	var claims []*userquestions.Claim
+	var claims []*answerer.Claim
 	for i := range timed + keyed {
 		d := rec.next(t)
 		if i%4 == 0 {

@@ -14,6 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/caller"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
 	"github.com/holdover-dev/holdover/waiter/waitertest"
@@ -30,7 +34,7 @@ func fgTimers(clock *clockwork.FakeClock) int { return waitertest.Timers(clock) 
 // watchedCall1 has a Client watch Session s1 and the agent ask call-1
 // there with a five-second timeout. It returns the Client's recorder,
 // where the call's result lands, and the request the Client got.
-func (w *fgWorld) watchedCall1(ctx context.Context) (*fgRecorder, <-chan fgResult, *userquestions.Delivery) {
+func (w *fgWorld) watchedCall1(ctx context.Context) (*fgRecorder, <-chan fgResult, *answerer.Delivery) {
 	w.t.Helper()
 	rec := w.watch("s1")
 	done := w.askTimed(ctx, w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
@@ -48,7 +52,7 @@ func fgReturned(t testing.TB, done <-chan fgResult) fgResult {
 
 // fgSettle answers d with choice and returns the agent's call, which must
 // return without an error.
-func fgSettle(t testing.TB, d *userquestions.Delivery, done <-chan fgResult, choice string) fgResult {
+func fgSettle(t testing.TB, d *answerer.Delivery, done <-chan fgResult, choice string) fgResult {
 	t.Helper()
 	require.NoError(t, d.Settle(fgAnswer(choice)))
 	return fgReturned(t, done)
@@ -236,8 +240,9 @@ func TestForegroundKilledClientConnectionResumesTheDeadline(t *testing.T) {
 }
 
 // W8: fifty Clients answer the same call at the same moment; exactly one
-// outcome reaches the agent. The agent here is a raw NATS caller, so every
-// reply message it gets is counted.
+// outcome reaches the agent. The agent here is a raw NATS caller holding
+// a caller lease, so every message it gets is counted: one accepted frame,
+// then one reply.
 func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
@@ -247,14 +252,19 @@ func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 		recs[i] = w.watch("s1")
 	}
 	inbox := w.env.Conn.NewInbox()
-	agentNC := w.conn()
+	agentNC, agentJS := embeddedtest.Connect(t, w.env.Server.ClientURL())
+	callerLease, err := lease.Hold(context.Background(), agentNC, agentJS, userquestions.RoleCaller, "", fgBound)
+	require.NoError(t, err)
 	replies, err := agentNC.SubscribeSync(inbox)
 	require.NoError(t, err)
 	body, err := json.Marshal(fgTimed("s1", "call-1", w.live("s1"), 60000))
 	require.NoError(t, err)
-	require.NoError(t, agentNC.PublishRequest(userquestions.Subject("askTimed"), inbox, body))
+	ask := nats.NewMsg(userquestions.Subject(userquestions.OpAskTimed))
+	ask.Reply, ask.Data = inbox, body
+	ask.Header.Set(userquestions.HeaderCallerLease, callerLease.Name())
+	require.NoError(t, agentNC.PublishMsg(ask))
 
-	deliveries := make([]*userquestions.Delivery, clients)
+	deliveries := make([]*answerer.Delivery, clients)
 	for i, rec := range recs {
 		deliveries[i] = rec.next(t)
 	}
@@ -269,8 +279,17 @@ func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 	close(start)
 	wg.Wait()
 
-	first, err := replies.NextMsg(fgPatience)
-	require.NoError(t, err)
+	var first *nats.Msg
+	for accepted := 0; first == nil; {
+		m, err := replies.NextMsg(fgPatience)
+		require.NoError(t, err)
+		if m.Header.Get(userquestions.HeaderFrame) == userquestions.FrameAccepted {
+			accepted++
+			require.Equal(t, 1, accepted, "one accepted frame")
+			continue
+		}
+		first = m
+	}
 	var out holdover.Outcome
 	require.NoError(t, json.Unmarshal(first.Data, &out))
 	require.Len(t, out.Answers, 1)
@@ -280,8 +299,14 @@ func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 	}
 	// Every losing outcome reached the worker before the cancel notices went
 	// out or is dropped as it arrives; none becomes a second reply.
-	_, err = replies.NextMsg(200 * time.Millisecond)
-	assert.ErrorIs(t, err, nats.ErrTimeout, "a second outcome reached the agent")
+	for {
+		m, err := replies.NextMsg(200 * time.Millisecond)
+		if err != nil {
+			assert.ErrorIs(t, err, nats.ErrTimeout)
+			break
+		}
+		require.Equal(t, userquestions.FrameAccepted, m.Header.Get(userquestions.HeaderFrame), "a second outcome reached the agent")
+	}
 }
 
 // W1: a second wait for a live call is DUPLICATE_WAIT; the first goes on.
@@ -330,8 +355,7 @@ func TestForegroundDeadAgentLeavesNoWait(t *testing.T) {
 	w := newFGWorld(t)
 	rec := w.watch("s1")
 	nc := w.conn()
-	agent := userquestions.NewClient(nc, 0)
-	agent.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: fgBound, Log: w.log})
+	agent := newCaller(t, nc, caller.Config{ReleaseBound: fgBound, Log: w.log})
 	ref := w.live("s1")
 	for i := range 3 {
 		w.askTimed(context.Background(), agent, fgTimed("s1", fmt.Sprintf("call-%d", i), ref, 5000))
@@ -381,7 +405,7 @@ func TestForegroundStoppingWorkerHandsOver(t *testing.T) {
 	w.worker.Stop()
 	assert.True(t, fgReturned(t, timed).out.Pending)
 
-	var again *userquestions.Delivery
+	var again *answerer.Delivery
 	for again == nil {
 		d := rec.next(t)
 		if d.CallID == "call-2" && d.RequestID != first.RequestID {

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 var dbQuestions = []holdover.Question{{ID: "db", Question: "Which database?", Options: []holdover.Option{{Label: "Postgres"}, {Label: "SQLite"}}}}
@@ -24,8 +24,8 @@ type settleFirst struct {
 	errs    chan error
 }
 
-func (s settleFirst) Request(d *userquestions.Delivery)    { s.errs <- d.Settle(s.answers) }
-func (settleFirst) Cancel(*userquestions.Delivery, string) {}
+func (s settleFirst) Request(d *answerer.Delivery)    { s.errs <- d.Settle(s.answers) }
+func (settleFirst) Cancel(*answerer.Delivery, string) {}
 
 // A Client answers in time: the tool result is the answers object (M7),
 // the model reads it, and the question settles from its own tool result.
@@ -34,10 +34,10 @@ func TestRuntimeQuestionAnsweredInTime(t *testing.T) {
 say Using {result}.`)
 	answers := []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}
 	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	answerer, err := userquestions.NewAnswerer(w.env.Conn, userquestions.AnswererConfig{Log: slog.New(slog.DiscardHandler)})
+	ans, err := answerer.New(w.env.Conn, answerer.Config{Log: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	t.Cleanup(answerer.Close)
-	watch, err := answerer.Watch(w.ctx, "s1", client)
+	t.Cleanup(ans.Close)
+	watch, err := ans.Watch(w.ctx, "s1", client)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = watch.Close(context.Background()) })
 

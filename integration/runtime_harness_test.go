@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
@@ -21,7 +22,7 @@ import (
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // agentPatience bounds every wait for something that must happen; it only
@@ -41,8 +42,8 @@ type agentWorld struct {
 	env               *embeddedtest.Env
 	clock             *clockwork.FakeClock
 	store             *projection.Store
-	worker            *userquestions.Service
-	user              *userquestions.Client
+	worker            *worker.Service
+	user              *caller.Client
 	model             *runtimetest.Spy
 	script            *scripted.Script
 	agents            sync.WaitGroup
@@ -64,15 +65,14 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	quiet := slog.New(slog.DiscardHandler)
 
 	nc, js := embeddedtest.Connect(t, env.Server.ClientURL())
-	w.worker = userquestions.New(nc, js, env.Topology, userquestions.Config{}, quiet)
+	w.worker = worker.New(nc, js, env.Topology, worker.Config{}, quiet)
 	require.NoError(t, w.worker.Start(ctx))
 	t.Cleanup(w.worker.Stop)
 	folder := projection.NewWorker(projection.NewStore(js, env.Topology.Sessions, env.Topology.Questions), projection.WorkerConfig{Logger: quiet})
 	w.agents.Go(func() { _ = folder.Run(ctx) })
 
 	userConn, _ := embeddedtest.Connect(t, env.Server.ClientURL())
-	w.user = userquestions.NewClient(userConn, agentPatience)
-	t.Cleanup(w.user.Close)
+	w.user = newCaller(t, userConn, caller.Config{CallTimeout: agentPatience})
 	t.Cleanup(func() { // first: stop the agents before what they use
 		cancel()
 		w.agents.Wait()
@@ -84,8 +84,7 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 func (w *agentWorld) runtime(instance string) *runtime.Runtime {
 	w.t.Helper()
 	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	questions := userquestions.NewClient(nc, agentPatience)
-	w.t.Cleanup(questions.Close)
+	questions := newCaller(w.t, nc, caller.Config{CallTimeout: agentPatience})
 	rt, err := runtime.New(w.ctx, runtime.Config{
 		Conn: nc, Model: w.model, ChildModel: w.script.Child(), Questions: questions,
 		Ask:   askuser.Config{Mode: askuser.ModeTimed},

@@ -29,7 +29,7 @@ type AskTool struct{ tool *askuser.Tool }
 
 // NewAskTool registers ask_user_question with cfg against the question
 // service svc.
-func NewAskTool(cfg askuser.Config, svc askuser.Service) (*AskTool, error) {
+func NewAskTool(cfg askuser.Config, svc askuser.Asker) (*AskTool, error) {
 	t, err := askuser.New(cfg, svc)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/lease"
@@ -21,7 +22,6 @@ import (
 	"github.com/holdover-dev/holdover/runtime/ptc"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // Config configures a runtime process: its connection, its model and its
@@ -36,10 +36,10 @@ type Config struct {
 	// System is the system prompt of every request.
 	System string
 	// Ask configures ask_user_question (mode, default timeout); Questions is
-	// the question service it calls, nil meaning a userquestions client on
+	// the question service it calls, nil meaning a caller.Client on
 	// Conn that the Runtime closes with Close.
 	Ask       askuser.Config
-	Questions askuser.Service
+	Questions askuser.Asker
 	// Tools are extra tools, offered after the runtime's own.
 	Tools []Tool
 	// Instance names this process in the live-root registry and its root
@@ -161,7 +161,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 
 	questions := cfg.Questions
 	if questions == nil {
-		client := userquestions.NewClient(cfg.Conn, 0)
+		client, err := caller.New(ctx, cfg.Conn, caller.Config{Log: rt.log})
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
 		rt.close = client.Close
 		questions = client
 	}

@@ -74,7 +74,7 @@ func assertCode(t *testing.T, code holdover.Code, err error, why ...any) {
 
 func start(t *testing.T, r *Registry, key Key, timeout time.Duration) *Wait {
 	t.Helper()
-	w, err := r.Start(context.Background(), key, timeout)
+	w, err := r.Start(context.Background(), Request{Key: key, Timeout: timeout})
 	require.NoError(t, err)
 	return w
 }
@@ -85,7 +85,7 @@ func startUnder(t *testing.T, r *Registry, key Key, timeout time.Duration) (*Wai
 	t.Helper()
 	parent, cancel := context.WithCancelCause(context.Background())
 	t.Cleanup(func() { cancel(nil) })
-	w, err := r.Start(parent, key, timeout)
+	w, err := r.Start(parent, Request{Key: key, Timeout: timeout})
 	require.NoError(t, err)
 	return w, parent, cancel
 }
@@ -110,7 +110,7 @@ type ctxKey struct{}
 func TestW1PrivateCancellationKeepsParentValuesNotItsFate(t *testing.T) {
 	clock, r := newTest(t)
 	parent := context.WithValue(context.Background(), ctxKey{}, "turn-7")
-	w, err := r.Start(parent, callA, 5*time.Second)
+	w, err := r.Start(parent, Request{Key: callA, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 
 	assert.Equal(t, "turn-7", w.Context().Value(ctxKey{}), "values flow from the Turn")
@@ -126,7 +126,7 @@ func TestW1ParentAlreadyEndedStartsNothing(t *testing.T) {
 	_, r := newTest(t)
 	parent, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := r.Start(parent, callA, 5*time.Second)
+	_, err := r.Start(parent, Request{Key: callA, Timeout: 5 * time.Second})
 	assertCode(t, holdover.CodeAskAborted, err)
 	assert.Equal(t, 0, r.Len())
 }
@@ -134,10 +134,10 @@ func TestW1ParentAlreadyEndedStartsNothing(t *testing.T) {
 func TestW1StartChecksTimeoutAndKey(t *testing.T) {
 	_, r := newTest(t)
 	for _, d := range []time.Duration{-time.Millisecond, holdover.MaxTimeout + time.Millisecond} {
-		_, err := r.Start(context.Background(), callA, d)
+		_, err := r.Start(context.Background(), Request{Key: callA, Timeout: d})
 		assertCode(t, holdover.CodeBadTimeout, err)
 	}
-	_, err := r.Start(context.Background(), Key{Session: "s1"}, time.Second)
+	_, err := r.Start(context.Background(), Request{Key: Key{Session: "s1"}, Timeout: time.Second})
 	assertCode(t, holdover.CodeBadRequest, err)
 	assert.Equal(t, 0, r.Len())
 

@@ -30,9 +30,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 func main() {
@@ -65,7 +68,7 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "worker":
-		err = worker(nc, *bound, log)
+		err = serveWorker(nc, *bound, log)
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed)
 		fmt.Println("ready")
@@ -89,8 +92,8 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// worker serves the userQuestions service on the topology the test made.
-func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
+// serveWorker serves the userQuestions service on the topology the test made.
+func serveWorker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -101,7 +104,7 @@ func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	svc := userquestions.New(nc, js, top, userquestions.Config{Foreground: userquestions.ForegroundConfig{ReleaseBound: bound}}, log)
+	svc := worker.New(nc, js, top, worker.Config{ReleaseBound: bound}, log)
 	if err := svc.Start(ctx); err != nil {
 		return err
 	}
@@ -111,8 +114,11 @@ func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 
 // agent sends its calls and waits on them; the test kills it mid-wait.
 func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref holdover.AgentRef, timed, keyed int) {
-	c := userquestions.NewClient(nc, 0)
-	c.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: bound, Log: log})
+	c, err := caller.New(context.Background(), nc, caller.Config{ReleaseBound: bound, Log: log})
+	if err != nil {
+		log.Error("hold the caller lease", "err", err)
+		os.Exit(1)
+	}
 	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
 	for i := range timed {
 		go func() {
@@ -145,7 +151,7 @@ func serve(store string) error {
 // claimer holds a claim, with its frame received, on each of the first n
 // requests of sid; ask runs once the claimer watches the Session.
 func claimer(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, n int, ask func()) error {
-	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: bound, Log: log})
+	a, err := answerer.New(nc, answerer.Config{ReleaseBound: bound, Log: log})
 	if err != nil {
 		return err
 	}
@@ -171,7 +177,7 @@ type claiming struct {
 	left int
 }
 
-func (h *claiming) Request(d *userquestions.Delivery) {
+func (h *claiming) Request(d *answerer.Delivery) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.left == 0 {
@@ -181,7 +187,7 @@ func (h *claiming) Request(d *userquestions.Delivery) {
 	go h.claim(d)
 }
 
-func (h *claiming) claim(d *userquestions.Delivery) {
+func (h *claiming) claim(d *answerer.Delivery) {
 	h.attaching <- struct{}{}
 	defer func() { <-h.attaching }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -198,4 +204,4 @@ func (h *claiming) claim(d *userquestions.Delivery) {
 	h.framed.Done()
 }
 
-func (h *claiming) Cancel(*userquestions.Delivery, string) {}
+func (h *claiming) Cancel(*answerer.Delivery, string) {}
