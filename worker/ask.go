@@ -190,6 +190,9 @@ var errNoCallerLease = holdover.Newf(holdover.CodeBadRequest,
 // ask serves the blocking ask: legacy without a call id, keyed with one
 // (M1, M3). Plan review keeps it, with its intent validated (M8).
 func (f *foregroundHalf) ask(ctx context.Context, req *request) (any, error) {
+	if req.header.Get(userquestions.HeaderCallerLease) == "" {
+		return nil, errNoCallerLease
+	}
 	var in holdover.AskRequest
 	if err := decode(req.data, &in); err != nil {
 		return nil, err
@@ -199,6 +202,9 @@ func (f *foregroundHalf) ask(ctx context.Context, req *request) (any, error) {
 
 // askTimed serves a bounded foreground wait (W1, W5, W6).
 func (f *foregroundHalf) askTimed(ctx context.Context, req *request) (any, error) {
+	if req.header.Get(userquestions.HeaderCallerLease) == "" {
+		return nil, errNoCallerLease
+	}
 	var in struct {
 		holdover.AskTimedRequest
 		// Kept raw, so 1.5, 2147483648 or "60" is BAD_TIMEOUT, not a
@@ -226,11 +232,8 @@ func (f *foregroundHalf) askTimed(ctx context.Context, req *request) (any, error
 // owns it, and publishes its waterfall request. The reply follows when the
 // wait settles (finish).
 func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.AskRequest, timeout time.Duration) error {
-	caller := req.header.Get(userquestions.HeaderCallerLease)
-	switch {
-	case caller == "":
-		return errNoCallerLease
-	case req.reply == "":
+	caller := req.header.Get(userquestions.HeaderCallerLease) // checked by ask and askTimed
+	if req.reply == "" {
 		return holdover.New(holdover.CodeBadRequest, "a question needs a reply subject to answer on")
 	}
 	if err := checkSession(a.Session); err != nil {

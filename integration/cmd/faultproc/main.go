@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -72,6 +73,8 @@ func main() {
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed)
 		fmt.Println("ready")
+	case "leaseless":
+		err = leaseless(nc, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch})
 	case "claimer":
 		err = claimer(nc, *bound, log, *session, *claims, func() {
 			if *timed > 0 {
@@ -136,6 +139,45 @@ func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref
 			log.Error("a call ended before the agent was killed", "err", err)
 		}()
 	}
+}
+
+// leaseless asks a keyed blocking ask (call "keyed") and an askTimed (call
+// "timed", one hour) of sid as the nats CLI would, with no caller lease,
+// and says on its ready line, as JSON, what each call was answered and how
+// long that took; then it waits to be killed.
+func leaseless(nc *nats.Conn, sid string, ref holdover.AgentRef) error {
+	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
+	type answer struct {
+		Code    holdover.Code `json:"code"`
+		Message string        `json:"message"`
+		TookMs  int64         `json:"tookMs"`
+	}
+	out := map[string]answer{}
+	for op, req := range map[string]any{
+		userquestions.OpAsk:      holdover.AskRequest{Session: sid, CallID: "keyed", Agent: &ref, Questions: qs},
+		userquestions.OpAskTimed: holdover.AskTimedRequest{Session: sid, CallID: "timed", Agent: &ref, Questions: qs, TimeoutMs: 3_600_000},
+	} {
+		data, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		m, err := nc.Request(userquestions.Subject(op), data, time.Minute)
+		if err != nil {
+			return err
+		}
+		e := &holdover.Error{}
+		if rerr := userquestions.ReplyError(m); rerr != nil {
+			e = holdover.Wire(rerr)
+		}
+		out[op] = answer{Code: e.Code, Message: e.Message, TookMs: time.Since(start).Milliseconds()}
+	}
+	said, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready", string(said))
+	return nil
 }
 
 // serve runs an embedded server with no consumer limit: every claim is one.
