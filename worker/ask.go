@@ -263,6 +263,9 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 	if vouched {
 		root = &confirmation{done: make(chan struct{})}
 	}
+	// What the reply needs of the request, without its body and headers,
+	// which a live wait has no reason to keep.
+	to := &request{op: req.op, reply: req.reply, received: req.received}
 	f.replies.Add(1)
 	w, err := f.reg.Start(context.Background(), waiter.Request{
 		Key:       waiter.Key{Session: a.Session, CallID: a.CallID},
@@ -271,7 +274,7 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 		Timeout:   timeout,
 		Questions: a.Questions,
 		Intent:    a.Intent,
-		Settled:   func(w *waiter.Wait, claims []string) { f.finish(req, w, root, claims) },
+		Settled:   func(w *waiter.Wait, claims []string) { f.finish(to, w, root, claims) },
 	})
 	if err != nil {
 		f.replies.Done()
