@@ -45,7 +45,7 @@ func (a Answer) MarshalJSON() ([]byte, error) {
 // Skipped reports whether the user skipped the question.
 func (a Answer) Skipped() bool { return len(a.Selected) == 0 && a.Custom == "" }
 
-// Intent marks a question with a purpose the Host validates. The only kind
+// Intent marks a question with a purpose the worker validates. The only kind
 // is plan review (M8).
 type Intent struct {
 	Kind string `json:"kind"`

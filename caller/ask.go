@@ -61,7 +61,7 @@ func retryDelay(n int) time.Duration {
 }
 
 // AskTimed waits at most req.TimeoutMs for an answer batch (W1, W5):
-// answers, or pending when the wait ended unanswered (the Host deadline, a
+// answers, or pending when the wait ended unanswered (the deadline, a
 // Client countdown, or its worker's death). A cancelled ctx is ASK_ABORTED;
 // every other failure keeps the code the service sent.
 func (c *Client) AskTimed(ctx context.Context, req holdover.AskTimedRequest) (holdover.Outcome, error) {

@@ -239,7 +239,7 @@ func TestFaultAgentKilledMidWait(t *testing.T) {
 		fgClosed(t, c)
 	}
 	w.waitsAre(w.worker, 0)
-	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer is left")
+	assert.Equal(t, 0, fgTimers(w.clock), "no deadline timer is left")
 }
 
 // fgLeaseless starts a faultproc that asks a keyed blocking ask and an

@@ -44,7 +44,7 @@ func fgMicros(d time.Duration) float64 { return float64(d) / float64(time.Micros
 // happens, so no test goroutine stands in between. Targets: each at most
 // 3× the round trip, p99 under 2 ms.
 func BenchmarkForegroundLatency(b *testing.B) {
-	w := newFGWorld(b) // Host deadlines on a fake clock never fire
+	w := newFGWorld(b) // deadlines on a fake clock never fire
 	responder := w.conn()
 	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
 	require.NoError(b, err)

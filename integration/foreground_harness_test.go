@@ -29,7 +29,7 @@ const fgBound = userquestions.MinReleaseBound
 const fgPatience = 15 * time.Second
 
 // fgWorld is one worker of the userQuestions service on a real embedded
-// server, its Host deadlines on a fake clock, and an agent Client on its
+// server, its deadlines on a fake clock, and an agent caller on its
 // own connection.
 type fgWorld struct {
 	t      testing.TB
@@ -227,7 +227,7 @@ func fgClosed(t testing.TB, c *answerer.Claim) {
 	select {
 	case <-c.Closed():
 	case <-time.After(fgPatience):
-		t.Fatal("the Host did not close the claim")
+		t.Fatal("the worker did not close the claim")
 	}
 }
 

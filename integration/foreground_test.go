@@ -27,7 +27,7 @@ func fgTimed(sid, call string, agent *holdover.AgentRef, ms int64) holdover.AskT
 	return holdover.AskTimedRequest{Session: sid, CallID: call, Agent: agent, Questions: fgQuestions, TimeoutMs: ms}
 }
 
-// fgTimers counts the fake clock's armed timers: the Host deadlines that
+// fgTimers counts the fake clock's armed timers: the wait deadlines that
 // run now.
 func fgTimers(clock *clockwork.FakeClock) int { return waitertest.Timers(clock) }
 
@@ -59,7 +59,8 @@ func fgSettle(t testing.TB, d *answerer.Delivery, done <-chan fgResult, choice s
 }
 
 // W3, W4, W8: an answer in time reaches the agent; the claim got the
-// Host-computed time left and is closed by the Host when the request settles.
+// time left as the worker computed it, and the worker closes it when the
+// request settles.
 func TestForegroundAnswerInTimeThroughTheWaterfall(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
@@ -69,7 +70,7 @@ func TestForegroundAnswerInTimeThroughTheWaterfall(t *testing.T) {
 	w.clock.Advance(time.Second)
 	claim, remaining := fgClaim(t, d)
 	assert.Equal(t, 4000*time.Millisecond, remaining, "the frame counts from the original deadline")
-	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer runs while a Client holds a claim (W2)")
+	assert.Equal(t, 0, fgTimers(w.clock), "no deadline timer runs while a Client holds a claim (W2)")
 
 	assert.Equal(t, holdover.Outcome{Answers: fgAnswer("yes")}, fgSettle(t, d, done, "yes").out)
 	fgClosed(t, claim)
@@ -91,15 +92,15 @@ func TestForegroundClientCountdownIsPending(t *testing.T) {
 	assert.Equal(t, userquestions.ReasonExpired, rec.cancel(t).reason)
 }
 
-// W2, W5: with no claim, the Host deadline ends the wait as pending, to the
+// W2, W5: with no claim, the deadline ends the wait as pending, to the
 // millisecond of the fake clock.
-func TestForegroundUnattendedHostDeadlineIsPending(t *testing.T) {
+func TestForegroundUnattendedDeadlineIsPending(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
 	rec, done, d := w.watchedCall1(context.Background()) // delivered, which is not a claim (W2)
 
 	w.clock.Advance(4999 * time.Millisecond)
-	assert.Equal(t, 1, fgTimers(w.clock), "the Host deadline still runs")
+	assert.Equal(t, 1, fgTimers(w.clock), "the deadline still runs")
 	fgPendingOnly(t, done)
 	w.clock.Advance(time.Millisecond)
 	assert.Equal(t, holdover.Outcome{Pending: true}, fgReturned(t, done).out)
@@ -216,7 +217,7 @@ func TestForegroundDelegationReleasesTheClaim(t *testing.T) {
 }
 
 // A killed Client connection ends its claim through NATS interest loss,
-// with no heartbeat: the Host deadline, long passed, resumes within the
+// with no heartbeat: the deadline, long passed, resumes within the
 // release bound and the call turns pending.
 func TestForegroundKilledClientConnectionResumesTheDeadline(t *testing.T) {
 	t.Parallel()
@@ -368,7 +369,7 @@ func TestForegroundDeadAgentLeavesNoWait(t *testing.T) {
 		assert.Equal(t, userquestions.ReasonAborted, rec.cancel(t).reason)
 	}
 	w.waitsAre(w.worker, 0)
-	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer is left")
+	assert.Equal(t, 0, fgTimers(w.clock), "no deadline timer is left")
 }
 
 // A worker whose connection dies mid-wait leaves no agent call hanging:
@@ -415,7 +416,7 @@ func TestForegroundStoppingWorkerHandsOver(t *testing.T) {
 	assert.Equal(t, fgAnswer("yes"), fgSettle(t, again, blocking, "yes").answers)
 }
 
-// An answer batch that does not fit the questions is dropped by the Host;
+// An answer batch that does not fit the questions is dropped by the worker;
 // the request stays open for a good one.
 func TestForegroundMalformedBatchAnswersNothing(t *testing.T) {
 	t.Parallel()

@@ -85,13 +85,13 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 		wg.Wait()
 
 		// Answerers and rejecters always act, so the wait has settled, though
-		// a winning Host timer may still be finishing in its own goroutine.
+		// a winning deadline timer may still be finishing in its own goroutine.
 		settled(t, w)
 		answers, err := w.Result(context.Background())
 		switch wins {
 		case 0:
 			hostWins++
-			assertCode(t, holdover.CodeAskTimedOut, err, "round ", round, ": only the Host deadline can win without a winning call")
+			assertCode(t, holdover.CodeAskTimedOut, err, "round ", round, ": only the deadline can win without a winning call")
 			assert.Contains(t, err.Error(), "foreground wait")
 		case 1:
 			expected(t, answers, err)
@@ -109,5 +109,5 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 		assert.Equal(t, 0, r.Len())
 		assert.Equal(t, 0, waitertest.Timers(clock))
 	}
-	t.Logf("the Host deadline won %d of %d rounds", hostWins, rounds)
+	t.Logf("the deadline won %d of %d rounds", hostWins, rounds)
 }

@@ -28,7 +28,7 @@ func newTest(t *testing.T) (*clockwork.FakeClock, *Registry) {
 }
 
 // settled waits for w to settle. The fake clock runs a due timer's callback
-// in its own goroutine, so Host expiry lands just after Advance returns; the
+// in its own goroutine, so expiry lands just after Advance returns; the
 // bound only turns a hang into a failure.
 func settled(t *testing.T, w *Wait) {
 	t.Helper()
@@ -166,7 +166,7 @@ func TestW2LeavingRestoresTheOriginalDeadline(t *testing.T) {
 	clock.Advance(time.Second)
 	c, remaining := claim(t, w, "client-1")
 	assert.Equal(t, 4000*time.Millisecond, remaining)
-	assert.Equal(t, 0, waitertest.Timers(clock), "no Host timer while claimed")
+	assert.Equal(t, 0, waitertest.Timers(clock), "no deadline timer while claimed")
 
 	clock.Advance(2 * time.Second) // +3 s
 	live(t, w)
@@ -255,7 +255,7 @@ func TestW3AttachToEndedWaitYieldsNoFrame(t *testing.T) {
 	assert.False(t, found)
 }
 
-// lateClock is a fake clock whose timer callbacks wait at gate: a Host
+// lateClock is a fake clock whose timer callbacks wait at gate: a deadline
 // timer that is due but has not run yet, the window in which an attach must
 // expire the wait itself (W3).
 type lateClock struct {
@@ -317,7 +317,7 @@ func TestW4EveryClaimClosesWhenTheWaitSettles(t *testing.T) {
 	answered(t, w)
 }
 
-func TestW5HostExpiryAbortsOnlyTheWait(t *testing.T) {
+func TestW5ExpiryAbortsOnlyTheWait(t *testing.T) {
 	clock, r := newTest(t)
 	w, parent, _ := startUnder(t, r, callA, 2*time.Second)
 	c, _ := claim(t, w, "client-1")
@@ -496,7 +496,7 @@ func TestSiblingWaitsAreIndependent(t *testing.T) {
 func TestNoDeadlineNeverExpires(t *testing.T) {
 	clock, r := newTest(t)
 	w := start(t, r, Key{Session: "s1", CallID: "blocking"}, 0)
-	assert.Equal(t, 0, waitertest.Timers(clock), "no Host timer without a deadline")
+	assert.Equal(t, 0, waitertest.Timers(clock), "no timer without a deadline")
 
 	c, remaining := claim(t, w, "client-1")
 	assert.Equal(t, NoDeadline, remaining)
