@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: build dev test test-go test-web vet
+.PHONY: build dev test test-go test-web vet tidy
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -14,6 +14,10 @@ dev: build
 vet:
 	$(GO) vet ./...
 
+# go.mod and go.sum must be exactly what `go mod tidy` writes.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
@@ -22,4 +26,4 @@ test-go:
 test-web:
 	cd web && npm ci --no-audit --no-fund && npm run typecheck && npm test && npm run check-dist
 
-test: vet test-web test-go
+test: tidy vet test-web test-go

@@ -10,7 +10,7 @@ import (
 // and operators branch on it, so a code is never renamed.
 type Code string
 
-// The error codes of SPEC.md §8.
+// The error codes of docs/spec.md §8.
 const (
 	CodeAskTimedOut        Code = "ASK_TIMED_OUT"
 	CodeAskAborted         Code = "ASK_ABORTED"
