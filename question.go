@@ -138,7 +138,7 @@ type Batch struct {
 func ParseBatch(data []byte) (Batch, error) {
 	var b Batch
 	if err := json.Unmarshal(data, &b); err != nil {
-		return Batch{}, Newf(CodeBadAnswer, "answer batch is not valid JSON: %v", err)
+		return Batch{}, Wrap(err, CodeBadAnswer, "answer batch is not valid JSON")
 	}
 	if b.Answers == nil {
 		return Batch{}, New(CodeBadAnswer, "answer batch has no answers list")

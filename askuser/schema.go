@@ -97,7 +97,7 @@ The result is exactly one of two JSON objects:
 func toolSchema(timed bool, defaultTimeout int64) (description string, input json.RawMessage, err error) {
 	input, err = json.Marshal(inputSchema(timed, defaultTimeout))
 	if err != nil {
-		return "", nil, holdover.Newf(holdover.CodeInternal, "encode the %s input schema: %v", holdover.ToolName, err)
+		return "", nil, holdover.Wrapf(err, holdover.CodeInternal, "encode the %s input schema", holdover.ToolName)
 	}
 	if timed {
 		return timedDescription, input, nil

@@ -75,7 +75,7 @@ func (t sleepTool) Call(ctx context.Context, c Call) Result {
 	case <-timer.Chan():
 		return Result{Text: fmt.Sprintf("slept %d ms", *args.MS)}
 	case <-ctx.Done():
-		return failure(holdover.Newf(holdover.CodeInternal, "sleep was interrupted: %v", ctx.Err()))
+		return failure(holdover.Wrap(ctx.Err(), holdover.CodeInternal, "sleep was interrupted"))
 	}
 }
 

@@ -137,18 +137,18 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	rt.log = rt.log.With("instance", rt.instance)
 	var err error
 	if rt.js, err = jetstream.New(cfg.Conn); err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open JetStream: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "open JetStream")
 	}
 	sessions, err := rt.js.Stream(ctx, streams.SessionsStream)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open stream %s (is the topology provisioned?): %v", streams.SessionsStream, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open stream %s (is the topology provisioned?)", streams.SessionsStream)
 	}
 	if rt.inbox, err = rt.js.Stream(ctx, streams.InboxStream); err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open stream %s: %v", streams.InboxStream, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open stream %s", streams.InboxStream)
 	}
 	kv, err := rt.js.KeyValue(ctx, streams.RootsBucket)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open bucket %s: %v", streams.RootsBucket, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open bucket %s", streams.RootsBucket)
 	}
 	rt.sessions = sessionlog.New(rt.js, sessions)
 	rt.roots = liveroot.New(kv)
@@ -359,7 +359,7 @@ func (rt *Runtime) ServePool(ctx context.Context) (stop func(), err error) {
 	// sent right after ServePool returns finds this instance.
 	if err := rt.nc.FlushTimeout(flushTimeout); err != nil {
 		_ = sub.Unsubscribe()
-		return nil, holdover.Newf(holdover.CodeInternal, "join the resume pool: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "join the resume pool")
 	}
 	rt.log.Info("joined the resume pool", "subject", streams.ResumeSubject, "lease", liveroot.LeaseName(rt.instance))
 	leave := context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
@@ -430,7 +430,7 @@ func (a *Agent) serve(ctx context.Context) error {
 		}
 	})
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "read the inbox of session %s: %v", a.sid, err)
+		return holdover.Wrapf(err, holdover.CodeInternal, "read the inbox of session %s", a.sid)
 	}
 	defer reading.Stop()
 	discards, err := a.serveDiscard(ctx)
