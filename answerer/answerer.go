@@ -40,13 +40,13 @@ type Config struct {
 // Sessions' requests, lists in-flight ones, settles, rejects or delegates
 // them, and opens claims on their waits.
 type Client struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	bound  time.Duration
-	gather time.Duration
-	log    *slog.Logger
-	owners *leases.Watcher
-	stop   func()
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	bound   time.Duration
+	gather  time.Duration
+	log     *slog.Logger
+	workers *leases.Watcher
+	stop    func()
 }
 
 // withDefaults fills in what cfg leaves zero.
@@ -69,14 +69,14 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 	}
 	cfg = cfg.withDefaults()
 	a := &Client{
-		nc:     nc,
-		js:     js,
-		bound:  cfg.ReleaseBound,
-		gather: cfg.InflightGather,
-		log:    cfg.Log,
-		owners: leases.NewWatcher(nc, js, cfg.Log),
+		nc:      nc,
+		js:      js,
+		bound:   cfg.ReleaseBound,
+		gather:  cfg.InflightGather,
+		log:     cfg.Log,
+		workers: leases.NewWatcher(nc, js, cfg.Log),
 	}
-	a.stop = leases.OnReconnect(nc, 0, a.owners.Recheck)
+	a.stop = leases.OnReconnect(nc, 0, a.workers.Recheck)
 	return a, nil
 }
 
@@ -215,8 +215,8 @@ type Watch struct {
 	closeErr error
 
 	// Guarded by the watch goroutine: only it touches them.
-	live   map[string]*Delivery
-	owners map[string]func() // owner lease → unwatch
+	live    map[string]*Delivery
+	workers map[string]func() // worker lease → unwatch
 }
 
 // watchBuffer holds requests and cancels that arrive while the handler
@@ -242,7 +242,7 @@ func (a *Client) Watch(ctx context.Context, sid string, h Handler) (*Watch, erro
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		live:     make(map[string]*Delivery),
-		owners:   make(map[string]func()),
+		workers:  make(map[string]func()),
 	}
 	// One channel for both subjects keeps their order: the connection's
 	// reader pushes into it as messages arrive.
@@ -316,7 +316,7 @@ func (w *Watch) deliver(r userquestions.WaterfallRequest) {
 	}
 	d := w.a.delivery(r)
 	w.live[r.RequestID] = d
-	w.watchOwner(r.Owner)
+	w.watchWorker(r.Owner)
 	w.h.Request(d)
 }
 
@@ -338,33 +338,34 @@ func (w *Watch) end(requestID, reason string) {
 	w.h.Cancel(d, reason)
 }
 
-// watchOwner makes sure the death of owner cancels its requests.
-func (w *Watch) watchOwner(owner string) {
-	if owner == "" || w.owners[owner] != nil {
+// watchWorker makes sure the death of the worker holding lease cancels
+// its requests.
+func (w *Watch) watchWorker(lease string) {
+	if lease == "" || w.workers[lease] != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), userquestions.DefaultCallTimeout)
 	defer cancel()
-	lost, unwatch := w.a.owners.Watch(ctx, owner)
-	w.owners[owner] = unwatch
+	lost, unwatch := w.a.workers.Watch(ctx, lease)
+	w.workers[lease] = unwatch
 	go func() {
 		select {
 		case <-lost:
-			w.post(func() { w.ownerLost(owner) })
+			w.post(func() { w.workerLost(lease) })
 		case <-w.quit:
 		}
 	}()
 }
 
-func (w *Watch) ownerLost(owner string) {
+func (w *Watch) workerLost(lease string) {
 	for id, d := range w.live {
-		if d.Owner == owner {
+		if d.Owner == lease {
 			w.end(id, userquestions.ReasonOwnerLost)
 		}
 	}
-	if unwatch := w.owners[owner]; unwatch != nil {
+	if unwatch := w.workers[lease]; unwatch != nil {
 		unwatch()
-		delete(w.owners, owner)
+		delete(w.workers, lease)
 	}
 }
 
@@ -410,7 +411,7 @@ func (w *Watch) Close(ctx context.Context) error {
 		close(w.quit)
 		<-w.done
 		w.unsubscribe()
-		for _, unwatch := range w.owners {
+		for _, unwatch := range w.workers {
 			unwatch()
 		}
 		w.closeErr = errors.Join(errs...)

@@ -465,8 +465,12 @@ func TestForegroundRefusals(t *testing.T) {
 	_, err := w.worker.Roots().RegisterChild(context.Background(), "child", "runtime-child", "parent-agent")
 	require.NoError(t, err)
 
+	// A raw request naming the agent's caller lease, as every ask must.
 	raw := func(op, body string) error {
-		msg, err := w.env.Conn.Request(userquestions.Subject(op), []byte(body), fgPatience)
+		req := nats.NewMsg(userquestions.Subject(op))
+		req.Data = []byte(body)
+		req.Header.Set(userquestions.HeaderCallerLease, w.agent.Lease())
+		msg, err := w.env.Conn.RequestMsg(req, fgPatience)
 		require.NoError(t, err)
 		if msg.Header.Get(userquestions.ErrorCodeHeader) == "" {
 			return nil

@@ -56,7 +56,7 @@ func (f *foregroundHalf) deleted(name string) {
 		return
 	}
 	if name == f.leaseName {
-		f.ownerLost(context.Background())
+		f.leaseLost(context.Background())
 		return
 	}
 	f.callerGone(name)
@@ -143,12 +143,12 @@ func (f *foregroundHalf) awaitPushed(ctx context.Context, name string, seq uint6
 	}
 }
 
-// ownerLost handles the loss of the worker's own lease: NATS thought the
+// leaseLost handles the loss of the worker's own lease: NATS thought the
 // worker gone for longer than the release bound, so its callers have
 // already turned their calls pending (or asked again) and Clients have
 // dropped its requests. Its waits have nobody left and end; then the lease
 // is held again under the same name for the waits to come.
-func (f *foregroundHalf) ownerLost(ctx context.Context) {
+func (f *foregroundHalf) leaseLost(ctx context.Context) {
 	f.leaseMu.Lock()
 	defer f.leaseMu.Unlock()
 	f.mu.Lock()
@@ -194,7 +194,7 @@ func (f *foregroundHalf) reconcileClaims(ctx context.Context) {
 		return
 	}
 	if !alive {
-		f.ownerLost(ctx)
+		f.leaseLost(ctx)
 	}
 	names, err := f.consumerNames(ctx)
 	if err != nil {

@@ -148,7 +148,7 @@ type endpoint struct {
 	// operation whose answer is spread over the workers (inflight).
 	fanOut bool
 	// repliesLater marks an endpoint that, when serve succeeds, has taken
-	// the reply over and sends it itself (with request.replied) once its
+	// the reply over and sends it itself (Service.send) once its
 	// wait settles, so a live wait holds no goroutine and no slot.
 	repliesLater bool
 }

@@ -18,15 +18,15 @@ import (
 // request id that ends each reply subject.
 type waterfall struct {
 	nc     *nats.Conn
-	owner  string // the worker's lease, which every request names
+	lease  string // the worker's lease, which every request names as its owner
 	prefix string // _INBOX.<nuid>. ; a reply subject is prefix + request id
 	sub    *nats.Subscription
 }
 
 // newWaterfall subscribes to the outcomes of this worker's requests and
 // hands each to route with the request id it names.
-func newWaterfall(nc *nats.Conn, owner string, route func(requestID string, m *nats.Msg)) (*waterfall, error) {
-	wf := &waterfall{nc: nc, owner: owner, prefix: nc.NewInbox() + "."}
+func newWaterfall(nc *nats.Conn, lease string, route func(requestID string, m *nats.Msg)) (*waterfall, error) {
+	wf := &waterfall{nc: nc, lease: lease, prefix: nc.NewInbox() + "."}
 	sub, err := nc.Subscribe(wf.prefix+"*", func(m *nats.Msg) {
 		route(strings.TrimPrefix(m.Subject, wf.prefix), m)
 	})
@@ -50,7 +50,7 @@ func (wf *waterfall) request(w *waiter.Wait) userquestions.WaterfallRequest {
 		CallID:    key.CallID,
 		Questions: w.Questions(),
 		Intent:    w.Intent(),
-		Owner:     wf.owner,
+		Owner:     wf.lease,
 		Reply:     wf.prefix + w.ID(),
 	}
 	if key.CallID != "" {
