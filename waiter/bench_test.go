@@ -38,7 +38,7 @@ func BenchmarkLiveTimedWaitMemory(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, _, ok := w.Claim(claimIDs[i]); !ok {
+			if _, ok := w.Claim(claimIDs[i]); !ok {
 				b.Fatal("claim refused")
 			}
 			waits[i] = w

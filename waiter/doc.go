@@ -26,11 +26,11 @@
 //     send exactly one remainingMs frame with the returned remaining time,
 //     then call [Wait.Framed]; if that says the wait settled meanwhile,
 //     close the claim yourself. If not ok, send no frame (W3). When the
-//     consumer disappears, look the claim up with [Wait.Claimed] and
-//     [Claim.Release] it (W2). After a reconnect, take [Registry.Mark],
-//     list the consumers and reconcile: Claim the new ones before Releasing
-//     the vanished ones, so a replaced claim never lets the deadline fire in
-//     between ([Registry.Waits], [Wait.ClaimsBefore], [Registry.CallersBefore]).
+//     consumer disappears, [Wait.Release] it (W2). After a reconnect, take
+//     [Registry.Mark], list the consumers and reconcile: Claim the new ones
+//     before Releasing the vanished ones, so a replaced claim never lets the
+//     deadline fire in between ([Registry.Waits], [Wait.ClaimsBefore],
+//     [Registry.CallersBefore]).
 //  4. A Client's answer batch, found by [Registry.ByRequest], is
 //     [Wait.Answer]; a Client's rejection (its countdown's ASK_TIMED_OUT,
 //     ASK_CANCELLED, any other error) is [Wait.Reject]. The first outcome

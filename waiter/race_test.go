@@ -33,7 +33,7 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 			mu       sync.Mutex
 			wins     int
 			expected func(t *testing.T, answers []holdover.Answer, err error)
-			claims   []*Claim
+			claims   []held
 		)
 		won := func(check func(t *testing.T, answers []holdover.Answer, err error)) {
 			mu.Lock()
@@ -53,7 +53,8 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 		for g := range clients {
 			wg.Go(func() {
 				<-begin
-				c, _, ok := w.Claim(fmt.Sprintf("client-%d", g))
+				c := held{w, fmt.Sprintf("client-%d", g)}
+				_, ok := w.Claim(c.id)
 				if ok {
 					mu.Lock()
 					claims = append(claims, c)

@@ -85,7 +85,7 @@ func TestUnkeyedWaitsAreCountedNotFound(t *testing.T) {
 func TestEndAllEndsEveryLiveWait(t *testing.T) {
 	clock, r := newTest(t)
 	var ws []*Wait
-	var claims []*Claim
+	var claims []held
 	for i := range 3 {
 		w := start(t, r, Key{Session: fmt.Sprintf("s%d", i), CallID: "c"}, 5*time.Second)
 		c, _ := claim(t, w, "client")
@@ -199,8 +199,7 @@ func TestSettledRunsOnceWithTheFramedClaims(t *testing.T) {
 	assert.True(t, w.Framed("framed"))
 	claim(t, w, "framing")
 	claim(t, w, "released")
-	c, _ := w.Claimed("released")
-	c.Release()
+	w.Release("released")
 	assert.True(t, w.Framed("released"), "a released claim needs no closing")
 
 	require.True(t, w.Answer(batch))

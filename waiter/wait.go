@@ -38,8 +38,8 @@ type Wait struct {
 	done       chan struct{}
 
 	mu       sync.Mutex
-	claims   []*Claim
-	unframed []*Claim        // claims held at settlement whose frame had not gone out
+	claims   []*hold
+	unframed []*hold         // claims held at settlement whose frame had not gone out
 	timer    clockwork.Timer // armed only while there is a deadline and no claim
 	settled  bool
 	answers  []holdover.Answer // the outcome; read freely once done is closed
@@ -101,28 +101,27 @@ func (w *Wait) Done() <-chan struct{} { return w.done }
 // ended, when id already holds a claim (its frame was computed at its
 // first attach), or when the wait had no claim and its deadline has
 // passed: then this attach expires it.
-func (w *Wait) Claim(id string) (c *Claim, remaining time.Duration, ok bool) {
+func (w *Wait) Claim(id string) (remaining time.Duration, ok bool) {
 	w.mu.Lock()
 	if w.settled || w.heldLocked(id) != nil {
 		w.mu.Unlock()
-		return nil, 0, false
+		return 0, false
 	}
 	now := w.reg.clock.Now()
 	if len(w.claims) == 0 && w.overdue(now) {
 		w.expireLocked()
-		return nil, 0, false
+		return 0, false
 	}
 	if len(w.claims) == 0 && w.timer != nil {
 		w.timer.Stop()
 	}
-	c = &Claim{w: w, id: id, held: true, seq: w.reg.nextSeq()}
-	w.claims = append(w.claims, c)
+	w.claims = append(w.claims, &hold{id: id, seq: w.reg.nextSeq()})
 	w.mu.Unlock()
 
 	if w.deadline.IsZero() {
-		return c, NoDeadline, true
+		return NoDeadline, true
 	}
-	return c, max(0, w.deadline.Sub(now)), true
+	return max(0, w.deadline.Sub(now)), true
 }
 
 // Framed records that the claim under id has had its remainingMs frame,
@@ -138,7 +137,7 @@ func (w *Wait) Framed(id string) bool {
 		c.framed = true
 		return true
 	}
-	i := slices.IndexFunc(w.unframed, func(c *Claim) bool { return c.id == id })
+	i := slices.IndexFunc(w.unframed, func(c *hold) bool { return c.id == id })
 	if i < 0 {
 		return true
 	}
@@ -160,12 +159,11 @@ func (w *Wait) ClaimsBefore(mark uint64) []string {
 	return ids
 }
 
-// Claimed returns the claim held under id.
-func (w *Wait) Claimed(id string) (*Claim, bool) {
+// Holds reports whether a claim is held under id.
+func (w *Wait) Holds(id string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c := w.heldLocked(id)
-	return c, c != nil
+	return w.heldLocked(id) != nil
 }
 
 // ClaimIDs returns the ids of the claims held now.
@@ -246,7 +244,6 @@ func (w *Wait) settleLocked(answers []holdover.Answer, err error) {
 	}
 	var framed []string
 	for _, c := range w.claims {
-		c.held = false
 		if c.framed {
 			framed = append(framed, c.id)
 		} else {
@@ -299,25 +296,28 @@ func (w *Wait) overdue(now time.Time) bool {
 	return !w.deadline.IsZero() && !now.Before(w.deadline)
 }
 
-func (w *Wait) heldLocked(id string) *Claim {
-	i := slices.IndexFunc(w.claims, func(c *Claim) bool { return c.id == id })
+func (w *Wait) heldLocked(id string) *hold {
+	i := slices.IndexFunc(w.claims, func(c *hold) bool { return c.id == id })
 	if i < 0 {
 		return nil
 	}
 	return w.claims[i]
 }
 
-// release drops c and, when it was the last claim, restores the original
-// deadline: the timer runs for what is left of it, or the wait expires at
-// once if it has passed (W2).
-func (w *Wait) release(c *Claim) {
+// Release ends the claim under id: its Client delegated, tore down or
+// disconnected. Losing the last claim restores the original deadline: the
+// timer runs for what is left of it, or the wait expires at once if it has
+// passed (W2). Releasing twice, a claim never held, or after the wait
+// settled, does nothing. Release does not close the claim's stream; the
+// wait's settlement does ([Wait.Done], [Request.Settled]).
+func (w *Wait) Release(id string) {
 	w.mu.Lock()
-	if !c.held {
+	i := slices.IndexFunc(w.claims, func(c *hold) bool { return c.id == id })
+	if i < 0 {
 		w.mu.Unlock()
 		return
 	}
-	c.held = false
-	w.claims = slices.DeleteFunc(w.claims, func(o *Claim) bool { return o == c })
+	w.claims = slices.Delete(w.claims, i, i+1)
 	if len(w.claims) > 0 || w.deadline.IsZero() {
 		w.mu.Unlock()
 		return
@@ -330,28 +330,13 @@ func (w *Wait) release(c *Claim) {
 	}
 }
 
-// Claim is one answer UI's hold on a wait (W2, W4).
-type Claim struct {
-	w      *Wait
+// hold is one claim: an answer UI's hold on a wait (W2, W4), under the
+// transport's id for it. Guarded by its wait's mu.
+type hold struct {
 	id     string
 	seq    uint64 // registration order, for ClaimsBefore
-	held   bool   // guarded by w.mu
-	framed bool   // guarded by w.mu: its remainingMs frame has gone out
+	framed bool   // its remainingMs frame has gone out
 }
-
-// ID returns the transport's id for the claim.
-func (c *Claim) ID() string { return c.id }
-
-// Release ends the claim: its Client delegated, tore down or disconnected.
-// Losing the last claim restores the original deadline, expiring the wait
-// at once if it has passed (W2). Releasing twice, or after the wait
-// settled, does nothing.
-func (c *Claim) Release() { c.w.release(c) }
-
-// Closed is closed when the wait settles: the transport then sends the
-// claim's closing frame and ends its stream (W4). It is the same signal for
-// every claim of a wait, and it does not fire on Release.
-func (c *Claim) Closed() <-chan struct{} { return c.w.done }
 
 // aborted is the outcome of a wait whose caller went away (W5).
 func aborted(ctx context.Context, key Key) error {

@@ -98,11 +98,21 @@ func answered(t *testing.T, w *Wait) {
 	assert.Equal(t, batch, got)
 }
 
-func claim(t *testing.T, w *Wait, id string) (*Claim, time.Duration) {
+// held is a test's handle on the claim id of w.
+type held struct {
+	w  *Wait
+	id string
+}
+
+func (h held) Release()                { h.w.Release(h.id) }
+func (h held) Closed() <-chan struct{} { return h.w.Done() }
+func (h held) ID() string              { return h.id }
+
+func claim(t *testing.T, w *Wait, id string) (held, time.Duration) {
 	t.Helper()
-	c, remaining, ok := w.Claim(id)
+	remaining, ok := w.Claim(id)
 	require.True(t, ok, "claim %s", id)
-	return c, remaining
+	return held{w, id}, remaining
 }
 
 type ctxKey struct{}
@@ -227,13 +237,11 @@ func TestW3OneRemainingFramePerClaim(t *testing.T) {
 	assert.Equal(t, 5000*time.Millisecond, remaining)
 
 	clock.Advance(time.Second)
-	again, _, ok := w.Claim("client-1") // a repeated advisory or a reconcile listing
+	again, ok := w.Claim("client-1") // a repeated advisory or a reconcile listing
 	assert.False(t, ok, "a held claim gets no second frame")
-	assert.Nil(t, again)
-	held, found := w.Claimed("client-1")
-	assert.True(t, found)
-	assert.Same(t, c, held)
-	assert.Equal(t, "client-1", held.ID())
+	assert.Zero(t, again)
+	assert.True(t, w.Holds("client-1"))
+	assert.Equal(t, []string{"client-1"}, w.ClaimIDs())
 
 	clock.Advance(10 * time.Second) // past the deadline, still held
 	d, remaining := claim(t, w, "client-2")
@@ -247,12 +255,10 @@ func TestW3AttachToEndedWaitYieldsNoFrame(t *testing.T) {
 	_, r := newTest(t)
 	w := start(t, r, callA, 5*time.Second)
 	require.True(t, w.Answer(batch))
-	c, remaining, ok := w.Claim("client-1")
+	remaining, ok := w.Claim("client-1")
 	assert.False(t, ok)
-	assert.Nil(t, c)
 	assert.Zero(t, remaining)
-	_, found := w.Claimed("client-1")
-	assert.False(t, found)
+	assert.False(t, w.Holds("client-1"))
 }
 
 // lateClock is a fake clock whose timer callbacks wait at gate: a deadline
@@ -274,9 +280,9 @@ func TestW3UnclaimedPastDeadlineAttachExpiresTheWait(t *testing.T) {
 
 	clock.Advance(5 * time.Second)
 	live(t, w) // the timer is due, its callback held at the gate
-	c, _, ok := w.Claim("client-1")
+	_, ok := w.Claim("client-1")
 	assert.False(t, ok, "no frame for an expired wait")
-	assert.Nil(t, c)
+	assert.False(t, w.Holds("client-1"))
 	settledNow(t, w)
 	_, err := w.Result(context.Background())
 	assertCode(t, holdover.CodeAskTimedOut, err)
@@ -300,7 +306,7 @@ func TestW4EveryClaimClosesWhenTheWaitSettles(t *testing.T) {
 	}
 
 	require.True(t, w.Answer(batch))
-	for _, cl := range []*Claim{a, b, c} {
+	for _, cl := range []held{a, b, c} {
 		select {
 		case <-cl.Closed():
 		default:

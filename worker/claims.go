@@ -67,7 +67,7 @@ func (f *foregroundHalf) deleted(name string) {
 // claim: the wait ended, the name already holds it, or this attach expired
 // an overdue wait.
 func (f *foregroundHalf) addClaim(w *waiter.Wait, name string) bool {
-	_, remaining, ok := w.Claim(name)
+	remaining, ok := w.Claim(name)
 	if !ok {
 		return false
 	}
@@ -84,9 +84,7 @@ func (f *foregroundHalf) addClaim(w *waiter.Wait, name string) bool {
 // lost its gateway. Losing the last claim restores the original deadline.
 func (f *foregroundHalf) releaseClaim(key waiter.Key, name string) {
 	if w, ok := f.reg.Get(key); ok {
-		if c, ok := w.Claimed(name); ok {
-			c.Release()
-		}
+		w.Release(name)
 	}
 }
 
