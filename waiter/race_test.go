@@ -106,7 +106,7 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 				t.Fatalf("round %d: claim %s still open", round, c.ID())
 			}
 		}
-		assert.Empty(t, w.ClaimIDs())
+		assert.Empty(t, claimIDs(w))
 		assert.Equal(t, 0, r.Len())
 		assert.Equal(t, 0, waitertest.Timers(clock))
 	}

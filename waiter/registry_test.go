@@ -164,7 +164,7 @@ func TestWaitsAreFoundByRequestAndSession(t *testing.T) {
 	require.True(t, found)
 	assert.Same(t, timed, got)
 	assert.Equal(t, "req-1", timed.ID())
-	assert.Equal(t, "agent-1", timed.Caller())
+	assert.Equal(t, []string{"agent-1"}, r.CallersBefore(r.Mark()))
 	assert.Equal(t, qs, timed.Questions())
 	assert.True(t, timed.Timed())
 	assert.False(t, legacy.Timed())

@@ -68,9 +68,6 @@ func (w *Wait) Key() Key { return w.key }
 // ID returns the request id it was started with.
 func (w *Wait) ID() string { return w.id }
 
-// Caller returns who waits on it.
-func (w *Wait) Caller() string { return w.caller }
-
 // Questions returns what it asks; the slice is shared, not to be changed.
 func (w *Wait) Questions() []holdover.Question { return w.questions }
 
@@ -155,24 +152,6 @@ func (w *Wait) ClaimsBefore(mark uint64) []string {
 		if c.seq <= mark {
 			ids = append(ids, c.id)
 		}
-	}
-	return ids
-}
-
-// Holds reports whether a claim is held under id.
-func (w *Wait) Holds(id string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.heldLocked(id) != nil
-}
-
-// ClaimIDs returns the ids of the claims held now.
-func (w *Wait) ClaimIDs() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ids := make([]string, len(w.claims))
-	for i, c := range w.claims {
-		ids[i] = c.id
 	}
 	return ids
 }
