@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// UnknownField returns the path of the first member of the JSON object
+// unknownField returns the path of the first member of the JSON object
 // data that v, a pointer to the Go value it decodes into, has no field for,
 // as "agent.session" or "questions[1].label"; "" when every member is
 // known. encoding/json refuses such a member but names only its key; this
@@ -16,7 +16,7 @@ import (
 // misspelt one. It matches keys as encoding/json does (a field's exact
 // name first, then case-insensitively) and descends into structs, slices,
 // arrays, maps and pointers; a json.RawMessage takes anything.
-func UnknownField(data []byte, v any) string {
+func unknownField(data []byte, v any) string {
 	return unknownIn(data, reflect.TypeOf(v), "")
 }
 

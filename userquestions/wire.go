@@ -146,7 +146,7 @@ func decode(data []byte, v any, strict bool) error {
 	}
 	if err := dec.Decode(v); err != nil {
 		if strict && strings.HasPrefix(err.Error(), "json: unknown field ") {
-			if path := UnknownField(trimmed, v); path != "" {
+			if path := unknownField(trimmed, v); path != "" {
 				return holdover.Newf(holdover.CodeBadRequest, "request has an unknown field %q", path)
 			}
 		}
