@@ -65,12 +65,13 @@ func retryDelay(n int) time.Duration {
 // Client countdown, or its worker's death). A cancelled ctx is ASK_ABORTED;
 // every other failure keeps the code the service sent.
 func (c *Client) AskTimed(ctx context.Context, req holdover.AskTimedRequest) (holdover.Outcome, error) {
-	msg, err := c.waitCall(ctx, userquestions.OpAskTimed, req)
+	deadline := timedDeadline(req)
+	msg, err := c.waitCall(ctx, userquestions.OpAskTimed, req, deadline)
 	for refused := 0; errors.Is(err, errRefused); refused++ {
 		if sleepCtx(ctx, retryDelay(refused)) != nil {
 			return holdover.Outcome{}, aborted(ctx)
 		}
-		msg, err = c.waitCall(ctx, userquestions.OpAskTimed, req)
+		msg, err = c.waitCall(ctx, userquestions.OpAskTimed, req, deadline)
 	}
 	if errors.Is(err, errWorkerLost) {
 		return holdover.Outcome{Pending: true}, nil
@@ -93,7 +94,7 @@ func (c *Client) AskTimed(ctx context.Context, req holdover.AskTimedRequest) (ho
 func (c *Client) Ask(ctx context.Context, req holdover.AskRequest) ([]holdover.Answer, error) {
 	retried, delays := false, 0
 	for {
-		msg, err := c.waitCall(ctx, userquestions.OpAsk, req)
+		msg, err := c.waitCall(ctx, userquestions.OpAsk, req, time.Time{})
 		switch {
 		case errors.Is(err, errWorkerLost):
 			retried = true
@@ -118,8 +119,9 @@ func (c *Client) Ask(ctx context.Context, req holdover.AskRequest) ([]holdover.A
 }
 
 // waitCall sends one ask or askTimed and waits for its reply, following
-// the worker's lease once the accepted frame names it.
-func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, error) {
+// the worker's lease once the accepted frame names it, and, for a call due
+// at deadline (zero for none), asking the worker after it (backstop.go).
+func (c *Client) waitCall(ctx context.Context, op string, in any, deadline time.Time) (*nats.Msg, error) {
 	if ctx.Err() != nil {
 		return nil, aborted(ctx)
 	}
@@ -143,6 +145,8 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 	var lost <-chan struct{}
 	unwatch := func() {}
 	defer func() { unwatch() }()
+	overdue, disarm := c.backstopFor(pc, deadline)
+	defer disarm()
 	for {
 		select {
 		case m := <-pc.frames:
@@ -161,6 +165,13 @@ func (c *Client) waitCall(ctx context.Context, op string, in any) (*nats.Msg, er
 			if m, ok := pendingReply(pc); ok {
 				return reply(ctx, op, m)
 			}
+			return nil, errWorkerLost
+		case <-overdue:
+			if m, ok := pendingReply(pc); ok {
+				c.forget(pc)
+				return reply(ctx, op, m)
+			}
+			c.abandon(pc) // its worker aborts the wait when it wakes
 			return nil, errWorkerLost
 		case <-pc.ended:
 			c.forget(pc)

@@ -42,7 +42,12 @@ type fgWorld struct {
 
 func newFGWorld(t testing.TB) *fgWorld {
 	t.Helper()
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	return newFGWorldOn(t, embeddedtest.Start(t, streams.Config{Memory: true}))
+}
+
+// newFGWorldOn is newFGWorld on a server the test configured itself.
+func newFGWorldOn(t testing.TB, env *embeddedtest.Env) *fgWorld {
+	t.Helper()
 	w := &fgWorld{
 		t:     t,
 		env:   env,

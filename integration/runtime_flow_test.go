@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -33,16 +32,10 @@ func TestRuntimeQuestionAnsweredInTime(t *testing.T) {
 	w := newAgentWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 30
 say Using {result}.`)
 	answers := []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}
-	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	ans, err := answerer.New(w.env.Conn, answerer.Config{Log: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(ans.Close)
-	watch, err := ans.Watch(w.ctx, "s1", client)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	settled := w.answerFirst("s1", answers)
 
 	w.start(w.ctx, "s1", "Set up the service.")
-	require.NoError(t, <-client.errs)
+	require.NoError(t, <-settled)
 	evts := w.AwaitCount("s1", events.TypeTurnEnd, 1)
 
 	result := runtimetest.Last[*events.ToolResult](t, evts)
@@ -112,6 +105,7 @@ func TestRuntimeLateAnswerIsAdmittedAtTheNextStep(t *testing.T) {
 	require.Equal(t, answers, view.Settled[0].Answers)
 	_, err = w.answer("s1", "call_1", answers...)
 	require.NoError(t, err, "a settled call is not answerable, which is no error")
+	w.fitsSchemas("s1")
 }
 
 // A queued late reply that is discarded before admission releases the
@@ -149,6 +143,7 @@ func TestRuntimeDiscardedReplyCanBeAnsweredAgain(t *testing.T) {
 	require.Equal(t, []string{second.MessageID}, admitted)
 	view := w.projected("s1")
 	require.Equal(t, []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}, view.Settled[0].Answers)
+	w.fitsSchemas("s1")
 }
 
 // A child agent's question fails DELEGATED_CALLER; the child's model reads
@@ -203,6 +198,7 @@ on late answer say Late answer {answers} for {callId}.`)
 	view = w.projected("s1")
 	require.Empty(t, view.Active)
 	require.Equal(t, answers, view.Settled[0].Answers)
+	w.fitsSchemas("s1")
 }
 
 // An answer for a Session whose runtime has stopped resumes it in the

@@ -12,9 +12,11 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
@@ -130,6 +132,20 @@ func (w *agentWorld) working(sid string) {
 	require.NoError(w.t, w.clock.BlockUntilContext(ctx, 1), "the agent never started its independent work")
 }
 
+// answerFirst makes a Client watching sid settle the first request it
+// sees with answers; the channel gets the outcome of that settle.
+func (w *agentWorld) answerFirst(sid string, answers []holdover.Answer) <-chan error {
+	w.t.Helper()
+	client := settleFirst{answers: answers, errs: make(chan error, 1)}
+	answerer, err := answerer.New(w.env.Conn, answerer.Config{Log: slog.New(slog.DiscardHandler)})
+	require.NoError(w.t, err)
+	w.t.Cleanup(answerer.Close)
+	watch, err := answerer.Watch(w.ctx, sid, client)
+	require.NoError(w.t, err)
+	w.t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	return client.errs
+}
+
 // answer sends a late answer as the user's Client does (D6).
 func (w *agentWorld) answer(sid, callID string, answers ...holdover.Answer) (holdover.AnswerResult, error) {
 	return w.user.Answer(w.ctx, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers})
@@ -147,6 +163,20 @@ func (w *agentWorld) projected(sid string) projection.View {
 		return err == nil && equal
 	}, agentPatience, 5*time.Millisecond, "the projection of %s never equalled the fold of its log:\nstored %+v\nfolded %+v", sid, stored, folded)
 	return stored
+}
+
+// fitsSchemas checks that every event the Go runtime recorded in sid fits
+// the protocol's schemas and reaches the fold (issue 8): what Holdover
+// writes is what it tells other runtimes to write.
+func (w *agentWorld) fitsSchemas(sid string) {
+	w.t.Helper()
+	log, err := sessionlog.New(w.env.JS, w.env.Topology.Sessions).ReadStored(w.ctx, sid, 0)
+	require.NoError(w.t, err)
+	require.NotEmpty(w.t, log)
+	report, err := logcheck.Check(log)
+	require.NoError(w.t, err)
+	require.Empty(w.t, report.Problems, "session %s", sid)
+	require.Empty(w.t, report.Unread, "the runtime records only types Holdover reads")
 }
 
 // lateReplies returns the late answers a request showed the model: user

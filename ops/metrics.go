@@ -34,6 +34,9 @@ type Metrics struct {
 	// Errors counts failures and passed-over input by component and stable
 	// error code.
 	Errors *prometheus.CounterVec
+	// EventsRejected counts Session events the question fold could not use,
+	// by event type (known types, else "unknown") and reason.
+	EventsRejected *prometheus.CounterVec
 }
 
 // NewMetrics returns the process's collectors on a fresh registry that
@@ -49,6 +52,7 @@ func NewMetrics() *Metrics {
 	m.CatchUps = projection.CounterVec("catch_ups_total", "Session log reads that filled a gap before a delivered event.", "consumer")
 	m.KVConflicts = all.CounterVec("kv_write_conflicts_total", "KV compare-and-set writes that lost to a concurrent writer.", "bucket")
 	m.Errors = all.CounterVec("errors_total", "Failures and passed-over input, by component and stable error code.", "component", "code")
+	m.EventsRejected = all.CounterVec("events_rejected_total", "Session events the question fold could not use, by event type and reason (undecodable, invalid_body, tool_schema_key).", "type", "reason")
 	return m
 }
 

@@ -26,6 +26,10 @@ type Config struct {
 	Streams streams.Config
 	// Service configures the userQuestions service (waits, claims, late answers).
 	Service worker.Config
+	// Metrics is the process's registry, which /metrics serves; nil makes
+	// one. A process that runs more beside the worker (`holdover dev`)
+	// passes its own, so one endpoint shows everything.
+	Metrics *ops.Metrics
 	Logger  *slog.Logger
 }
 
@@ -40,7 +44,10 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 	if err != nil {
 		return nil, err
 	}
-	metrics := ops.NewMetrics()
+	metrics := cfg.Metrics
+	if metrics == nil {
+		metrics = ops.NewMetrics()
+	}
 	store := projection.NewStore(js, topo.Sessions, topo.Questions)
 	projector := projection.NewWorker(store, projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
 	svcCfg := cfg.Service

@@ -4,7 +4,7 @@
 // memory. It exists only for integration/ and is never shipped.
 //
 //	faultproc worker  -nats URL [-bound 1s]
-//	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N]
+//	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N] [-timeout 1h] [-report]
 //	faultproc server  -store DIR
 //	faultproc claimer -nats URL -session S [-bound 1s] [-claims N] [-timed N -instance I -epoch E]
 //
@@ -14,7 +14,10 @@
 // requests; with -timed it also sends the calls, as an agent would, so a
 // whole load runs in one process. Each prints "ready" on stdout (the
 // server adds its URL) once it serves, has sent every call or holds every
-// claim, and then runs until it is killed.
+// claim, and then runs until it is killed. An agent with -report prints
+// "outcome <call id> <pending|answered|error code> <ms since sent>" for
+// each call as it ends (the freeze tests stop and continue it); without,
+// a call that ends is an error, since the tests kill agents mid-wait.
 package main
 
 import (
@@ -53,6 +56,8 @@ func main() {
 	timed := fs.Int("timed", 0, "agent: askTimed calls to wait on")
 	keyed := fs.Int("keyed", 0, "agent: keyed blocking asks to wait on")
 	claims := fs.Int("claims", 1, "claimer: requests to claim")
+	timeout := fs.Duration("timeout", time.Hour, "agent: askTimed timeout")
+	report := fs.Bool("report", false, "agent: print each call's outcome")
 	store := fs.String("store", "", "server: JetStream store folder")
 	_ = fs.Parse(os.Args[2:])
 	if os.Args[1] == "server" {
@@ -71,14 +76,14 @@ func main() {
 	case "worker":
 		err = serveWorker(nc, *bound, log)
 	case "agent":
-		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed)
+		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed, *timeout, *report)
 		fmt.Println("ready")
 	case "leaseless":
 		err = leaseless(nc, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch})
 	case "claimer":
 		err = claimer(nc, *bound, log, *session, *claims, func() {
 			if *timed > 0 {
-				agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, 0)
+				agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, 0, *timeout, *report)
 			}
 		})
 	default:
@@ -115,20 +120,37 @@ func serveWorker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 	return nil
 }
 
-// agent sends its calls and waits on them; the test kills it mid-wait.
-func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref holdover.AgentRef, timed, keyed int) {
+// agent sends its calls and waits on them; the test kills it mid-wait,
+// or with report freezes it and reads how each call ended.
+func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref holdover.AgentRef, timed, keyed int, timeout time.Duration, report bool) {
 	c, err := caller.New(context.Background(), nc, caller.Config{ReleaseBound: bound, Log: log})
 	if err != nil {
 		log.Error("hold the caller lease", "err", err)
 		os.Exit(1)
 	}
 	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
+	var out sync.Mutex
 	for i := range timed {
 		go func() {
-			_, err := c.AskTimed(context.Background(), holdover.AskTimedRequest{
-				Session: sid, CallID: fmt.Sprintf("timed-%d", i), Agent: &ref, Questions: qs, TimeoutMs: 3_600_000,
+			sent := time.Now()
+			id := fmt.Sprintf("timed-%d", i)
+			res, err := c.AskTimed(context.Background(), holdover.AskTimedRequest{
+				Session: sid, CallID: id, Agent: &ref, Questions: qs, TimeoutMs: timeout.Milliseconds(),
 			})
-			log.Error("a call ended before the agent was killed", "err", err)
+			if !report {
+				log.Error("a call ended before the agent was killed", "err", err)
+				return
+			}
+			outcome := "answered"
+			switch {
+			case err != nil:
+				outcome = string(holdover.CodeOf(err))
+			case res.Pending:
+				outcome = "pending"
+			}
+			out.Lock()
+			fmt.Printf("outcome %s %s %d\n", id, outcome, time.Since(sent).Milliseconds())
+			out.Unlock()
 		}()
 	}
 	for i := range keyed {
