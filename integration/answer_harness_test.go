@@ -10,11 +10,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // answerWorld is one embedded server with the topology, a Session log
@@ -31,18 +32,18 @@ func newAnswerWorld(t testing.TB) *answerWorld {
 }
 
 // worker starts a userQuestions service on a connection of its own.
-func (w *answerWorld) worker() *userquestions.Service {
+func (w *answerWorld) worker() *worker.Service {
 	nc, js := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	svc := userquestions.New(nc, js, w.env.Topology, userquestions.Config{}, slog.New(slog.DiscardHandler))
+	svc := worker.New(nc, js, w.env.Topology, worker.Config{}, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
 	return svc
 }
 
 // client returns a service client on a connection of its own.
-func (w *answerWorld) client() *userquestions.Client {
+func (w *answerWorld) client() *caller.Client {
 	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	return userquestions.NewClient(nc, 30*time.Second)
+	return newCaller(w.t, nc, caller.Config{CallTimeout: 30 * time.Second})
 }
 
 // inboxOf reads every message queued for Session sid, as a runtime would.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/logcheck"
@@ -22,7 +24,7 @@ import (
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // agentPatience bounds every wait for something that must happen; it only
@@ -42,8 +44,8 @@ type agentWorld struct {
 	env               *embeddedtest.Env
 	clock             *clockwork.FakeClock
 	store             *projection.Store
-	worker            *userquestions.Service
-	user              *userquestions.Client
+	worker            *worker.Service
+	user              *caller.Client
 	model             *runtimetest.Spy
 	script            *scripted.Script
 	agents            sync.WaitGroup
@@ -65,15 +67,14 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	quiet := slog.New(slog.DiscardHandler)
 
 	nc, js := embeddedtest.Connect(t, env.Server.ClientURL())
-	w.worker = userquestions.New(nc, js, env.Topology, userquestions.Config{}, quiet)
+	w.worker = worker.New(nc, js, env.Topology, worker.Config{}, quiet)
 	require.NoError(t, w.worker.Start(ctx))
 	t.Cleanup(w.worker.Stop)
 	folder := projection.NewWorker(projection.NewStore(js, env.Topology.Sessions, env.Topology.Questions), projection.WorkerConfig{Logger: quiet})
 	w.agents.Go(func() { _ = folder.Run(ctx) })
 
 	userConn, _ := embeddedtest.Connect(t, env.Server.ClientURL())
-	w.user = userquestions.NewClient(userConn, agentPatience)
-	t.Cleanup(w.user.Close)
+	w.user = newCaller(t, userConn, caller.Config{CallTimeout: agentPatience})
 	t.Cleanup(func() { // first: stop the agents before what they use
 		cancel()
 		w.agents.Wait()
@@ -85,8 +86,7 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 func (w *agentWorld) runtime(instance string) *runtime.Runtime {
 	w.t.Helper()
 	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	questions := userquestions.NewClient(nc, agentPatience)
-	w.t.Cleanup(questions.Close)
+	questions := newCaller(w.t, nc, caller.Config{CallTimeout: agentPatience})
 	rt, err := runtime.New(w.ctx, runtime.Config{
 		Conn: nc, Model: w.model, ChildModel: w.script.Child(), Questions: questions,
 		Ask:   askuser.Config{Mode: askuser.ModeTimed},
@@ -137,7 +137,7 @@ func (w *agentWorld) working(sid string) {
 func (w *agentWorld) answerFirst(sid string, answers []holdover.Answer) <-chan error {
 	w.t.Helper()
 	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	answerer, err := userquestions.NewAnswerer(w.env.Conn, userquestions.AnswererConfig{Log: slog.New(slog.DiscardHandler)})
+	answerer, err := answerer.New(w.env.Conn, answerer.Config{Log: slog.New(slog.DiscardHandler)})
 	require.NoError(w.t, err)
 	w.t.Cleanup(answerer.Close)
 	watch, err := answerer.Watch(w.ctx, sid, client)

@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -33,9 +34,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 func main() {
@@ -70,10 +74,12 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "worker":
-		err = worker(nc, *bound, log)
+		err = serveWorker(nc, *bound, log)
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed, *timeout, *report)
 		fmt.Println("ready")
+	case "leaseless":
+		err = leaseless(nc, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch})
 	case "claimer":
 		err = claimer(nc, *bound, log, *session, *claims, func() {
 			if *timed > 0 {
@@ -94,8 +100,8 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// worker serves the userQuestions service on the topology the test made.
-func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
+// serveWorker serves the userQuestions service on the topology the test made.
+func serveWorker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -106,7 +112,7 @@ func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	svc := userquestions.New(nc, js, top, userquestions.Config{Foreground: userquestions.ForegroundConfig{ReleaseBound: bound}}, log)
+	svc := worker.New(nc, js, top, worker.Config{ReleaseBound: bound}, log)
 	if err := svc.Start(ctx); err != nil {
 		return err
 	}
@@ -117,8 +123,11 @@ func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 // agent sends its calls and waits on them; the test kills it mid-wait,
 // or with report freezes it and reads how each call ended.
 func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref holdover.AgentRef, timed, keyed int, timeout time.Duration, report bool) {
-	c := userquestions.NewClient(nc, 0)
-	c.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: bound, Log: log})
+	c, err := caller.New(context.Background(), nc, caller.Config{ReleaseBound: bound, Log: log})
+	if err != nil {
+		log.Error("hold the caller lease", "err", err)
+		os.Exit(1)
+	}
 	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
 	var out sync.Mutex
 	for i := range timed {
@@ -154,6 +163,45 @@ func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref
 	}
 }
 
+// leaseless asks a keyed blocking ask (call "keyed") and an askTimed (call
+// "timed", one hour) of sid as the nats CLI would, with no caller lease,
+// and says on its ready line, as JSON, what each call was answered and how
+// long that took; then it waits to be killed.
+func leaseless(nc *nats.Conn, sid string, ref holdover.AgentRef) error {
+	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
+	type answer struct {
+		Code    holdover.Code `json:"code"`
+		Message string        `json:"message"`
+		TookMs  int64         `json:"tookMs"`
+	}
+	out := map[string]answer{}
+	for op, req := range map[string]any{
+		userquestions.OpAsk:      holdover.AskRequest{Session: sid, CallID: "keyed", Agent: &ref, Questions: qs},
+		userquestions.OpAskTimed: holdover.AskTimedRequest{Session: sid, CallID: "timed", Agent: &ref, Questions: qs, TimeoutMs: 3_600_000},
+	} {
+		data, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		m, err := nc.Request(userquestions.Subject(op), data, time.Minute)
+		if err != nil {
+			return err
+		}
+		e := &holdover.Error{}
+		if rerr := userquestions.ReplyError(m); rerr != nil {
+			e = holdover.Wire(rerr)
+		}
+		out[op] = answer{Code: e.Code, Message: e.Message, TookMs: time.Since(start).Milliseconds()}
+	}
+	said, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready", string(said))
+	return nil
+}
+
 // serve runs an embedded server with no consumer limit: every claim is one.
 func serve(store string) error {
 	srv, err := embedded.Start(embedded.Options{StoreDir: store, MaxConsumers: -1})
@@ -167,7 +215,7 @@ func serve(store string) error {
 // claimer holds a claim, with its frame received, on each of the first n
 // requests of sid; ask runs once the claimer watches the Session.
 func claimer(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, n int, ask func()) error {
-	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: bound, Log: log})
+	a, err := answerer.New(nc, answerer.Config{ReleaseBound: bound, Log: log})
 	if err != nil {
 		return err
 	}
@@ -193,7 +241,7 @@ type claiming struct {
 	left int
 }
 
-func (h *claiming) Request(d *userquestions.Delivery) {
+func (h *claiming) Request(d *answerer.Delivery) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.left == 0 {
@@ -203,7 +251,7 @@ func (h *claiming) Request(d *userquestions.Delivery) {
 	go h.claim(d)
 }
 
-func (h *claiming) claim(d *userquestions.Delivery) {
+func (h *claiming) claim(d *answerer.Delivery) {
 	h.attaching <- struct{}{}
 	defer func() { <-h.attaching }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -220,4 +268,4 @@ func (h *claiming) claim(d *userquestions.Delivery) {
 	h.framed.Done()
 }
 
-func (h *claiming) Cancel(*userquestions.Delivery, string) {}
+func (h *claiming) Cancel(*answerer.Delivery, string) {}

@@ -1,4 +1,4 @@
-package userquestions_test
+package worker_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/lease"
@@ -20,12 +21,13 @@ import (
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 type durableRig struct {
 	env     *embeddedtest.Env
-	svc     *userquestions.Service
-	client  *userquestions.Client
+	svc     *worker.Service
+	client  *caller.Client
 	log     *sessionlog.Log
 	metrics *ops.Metrics
 }
@@ -34,12 +36,15 @@ func startDurable(t *testing.T) *durableRig {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	m := ops.NewMetrics()
 	logger := slog.New(slog.DiscardHandler)
-	svc := userquestions.New(env.Conn, env.JS, env.Topology, userquestions.Config{Metrics: m, ResumeTimeout: 5 * time.Second}, logger)
+	svc := worker.New(env.Conn, env.JS, env.Topology, worker.Config{Metrics: m, ResumeTimeout: 5 * time.Second}, logger)
 	require.NoError(t, svc.Start(context.Background()))
 	t.Cleanup(svc.Stop)
+	client, err := caller.New(context.Background(), env.Conn, caller.Config{CallTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
 	return &durableRig{
 		env: env, svc: svc, metrics: m,
-		client: userquestions.NewClient(env.Conn, 10*time.Second),
+		client: client,
 		log:    sessionlog.New(env.JS, env.Topology.Sessions),
 	}
 }
