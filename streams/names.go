@@ -113,8 +113,31 @@ const (
 // EventsSubject is the Session log subject of sid.
 func EventsSubject(sid string) (string, error) { return SessionSubject(sid, eventsSuffix) }
 
-// InboxSubject is the durable inbox subject of sid.
+// InboxSubject is the durable inbox subject of sid, where steered
+// messages other than late replies are queued.
 func InboxSubject(sid string) (string, error) { return SessionSubject(sid, inboxSuffix) }
+
+// ReplySubject is the inbox subject of the late replies to call callID of
+// sid: holdover.session.<sid>.inbox.<call token>. Its last message is the
+// call's reply reservation (D8): a reply, or a marker that releases or
+// restores one.
+func ReplySubject(sid, callID string) (string, error) {
+	tok, err := Token(callID)
+	if err != nil {
+		return "", err
+	}
+	return SessionSubject(sid, inboxSuffix+"."+tok)
+}
+
+// InboxSubjects are the subjects a reader of sid's inbox filters on: the
+// Session's own inbox subject and every per-call reply subject.
+func InboxSubjects(sid string) ([]string, error) {
+	subject, err := InboxSubject(sid)
+	if err != nil {
+		return nil, err
+	}
+	return []string{subject, subject + ".*"}, nil
+}
 
 // AskSubject is the core subject where waterfall requests for sid go to
 // the Clients watching it.

@@ -69,11 +69,11 @@ type Topology struct {
 
 // StreamConfigs returns the desired stream configurations.
 func (c Config) StreamConfigs() []jetstream.StreamConfig {
-	base := func(name, description, subject string) jetstream.StreamConfig {
+	base := func(name, description string, subjects ...string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
 			Name:         name,
 			Description:  description,
-			Subjects:     []string{subject},
+			Subjects:     subjects,
 			Retention:    jetstream.LimitsPolicy,
 			Storage:      c.storage(),
 			Replicas:     c.replicas(),
@@ -88,7 +88,8 @@ func (c Config) StreamConfigs() []jetstream.StreamConfig {
 	claims.Duplicates = min(claims.Duplicates, claims.MaxAge) // JetStream refuses a window beyond MaxAge
 	return []jetstream.StreamConfig{
 		base(SessionsStream, "Holdover Session logs: one subject per Session", sessionPrefix+"*."+eventsSuffix),
-		base(InboxStream, "Holdover Session inboxes: durable steered messages", sessionPrefix+"*."+inboxSuffix),
+		base(InboxStream, "Holdover Session inboxes: durable steered messages, late replies per call",
+			sessionPrefix+"*."+inboxSuffix, sessionPrefix+"*."+inboxSuffix+".*"),
 		claims,
 	}
 }
