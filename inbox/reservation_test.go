@@ -5,22 +5,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 )
-
-func reply(t *testing.T, messageID, callID string) events.Message {
-	t.Helper()
-	m, err := events.NewReply(messageID, callID, []holdover.Question{{ID: "q1", Question: "?"}}, []holdover.Answer{{ID: "q1"}})
-	require.NoError(t, err)
-	return m
-}
-
-func at(seq uint64, body events.Body) events.Event {
-	e := events.Event{Seq: seq, Type: body.EventType(), Body: body}
-	return e
-}
 
 // D8: the reservation covers queuing, splice and claim, and is released
 // by admission, discard, or a Turn that ends after the reply entered the

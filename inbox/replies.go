@@ -1,0 +1,202 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// Log is what the reservation rule needs of the Session log: a call's
+// reservation as the log records it up to its last event now.
+// *projection.Store is one.
+type Log interface {
+	Logged(ctx context.Context, sid, callID string) (Logged, error)
+}
+
+// Replies are the late replies of calls in the INBOX stream and their
+// reservations (D8): one reply subject per call, whose last message is a
+// reply queued there or a marker. Of the replies published to one call
+// while none awaits admission, exactly one is stored: each is published
+// expecting the subject's last message it read, so the others fail the
+// compare-and-set. The projection worker writes the markers (Release,
+// Restore) as it folds the Session events behind them.
+type Replies struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	log    Log
+}
+
+// NewReplies returns the replies in stream (normally Topology.Inbox),
+// published through js. log answers [Replies.Held]; it may be nil where
+// nothing asks.
+func NewReplies(js jetstream.JetStream, stream jetstream.Stream, log Log) *Replies {
+	return &Replies{js: js, stream: stream, log: log}
+}
+
+// Last reads the last message on the reply subject of (sid, callID): one
+// direct get, which nats.go answers on its shared reply subscription, so
+// it costs one round trip beside any other read in flight.
+func (r *Replies) Last(ctx context.Context, sid, callID string) (Last, error) {
+	subject, err := streams.ReplySubject(sid, callID)
+	if err != nil {
+		return Last{}, err
+	}
+	m, err := r.stream.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return Last{}, nil
+	case err != nil:
+		return Last{}, holdover.Wrapf(err, holdover.CodeInternal, "read the last message of %s", subject)
+	}
+	return lastOf(m.Sequence, m.Header), nil
+}
+
+// Queue publishes msg as the reply to callID of sid, provided the reply
+// subject's last message is still the one at stream sequence expect (0:
+// the subject is empty), and returns its stream sequence. This one write
+// is both the reservation and the durable reply. When another message got
+// there first it fails with CONFLICT: read again and decide again with
+// [Check]. A retry after a lost acknowledgement meets its own reply and
+// fails the same way; [Last] then names msg.ID.
+func (r *Replies) Queue(ctx context.Context, sid, callID string, msg events.Message, expect uint64) (uint64, error) {
+	subject, err := streams.ReplySubject(sid, callID)
+	if err != nil {
+		return 0, err
+	}
+	data, err := encode(msg)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := publish(ctx, r.js, &nats.Msg{Subject: subject, Data: data},
+		jetstream.WithMsgID(msg.ID), jetstream.WithExpectLastSequencePerSubject(expect))
+	switch {
+	case streams.IsConflict(err):
+		return 0, holdover.Wrapf(err, holdover.CodeConflict, "%s moved past stream seq %d", subject, expect)
+	case err != nil:
+		return 0, holdover.Wrapf(err, holdover.CodeInternal, "queue reply %s to call %s of session %s", msg.ID, callID, sid)
+	}
+	return seq, nil
+}
+
+// maxMarkerAttempts bounds how often a marker write reads the subject
+// again after losing a compare-and-set to another writer of it.
+const maxMarkerAttempts = 32
+
+// Release marks the reply messageID to (sid, callID) released as of
+// Session seq `at`, if the reply subject still holds the call for it;
+// messageID "" releases whichever reply holds it (an admission settles the
+// call). It reports whether it wrote a marker. It is idempotent: a reply
+// already released, or superseded by a later one, is left alone, so a
+// fold that is redelivered writes nothing twice.
+func (r *Replies) Release(ctx context.Context, sid, callID, messageID string, at uint64) (bool, error) {
+	return r.mark(ctx, sid, callID, Released, at, func(l Last) (string, bool) {
+		h := l.Holder()
+		return h, h != "" && (messageID == "" || h == messageID)
+	})
+}
+
+// Restore marks the reply messageID to (sid, callID) held again as of
+// Session seq `at`, when the agent claimed it after its release (D8:
+// claiming a restored inbox reply re-creates its reservation), unless a
+// reply already holds the call. It reports whether it wrote a marker and
+// is idempotent like Release.
+func (r *Replies) Restore(ctx context.Context, sid, callID, messageID string, at uint64) (bool, error) {
+	return r.mark(ctx, sid, callID, Restored, at, func(l Last) (string, bool) {
+		return messageID, l.Holder() == ""
+	})
+}
+
+// mark writes marker after the subject's last message when due says so
+// of it, naming the reply due returns, and retries when another write
+// came between its read and its publish.
+func (r *Replies) mark(ctx context.Context, sid, callID string, marker Marker, at uint64, due func(Last) (string, bool)) (bool, error) {
+	subject, err := streams.ReplySubject(sid, callID)
+	if err != nil {
+		return false, err
+	}
+	for range maxMarkerAttempts {
+		last, err := r.Last(ctx, sid, callID)
+		if err != nil {
+			return false, err
+		}
+		messageID, ok := due(last)
+		if !ok {
+			return false, nil
+		}
+		m := nats.NewMsg(subject)
+		m.Header.Set(MarkerHeader, string(marker))
+		m.Header.Set(MarkerMessageHeader, messageID)
+		m.Header.Set(MarkerSeqHeader, strconv.FormatUint(at, 10))
+		_, err = publish(ctx, r.js, m, jetstream.WithExpectLastSequencePerSubject(last.Seq))
+		switch {
+		case err == nil:
+			return true, nil
+		case !streams.IsConflict(err):
+			return false, holdover.Wrapf(err, holdover.CodeInternal, "mark reply %s %s on %s", messageID, marker, subject)
+		}
+	}
+	return false, holdover.Newf(holdover.CodeConflict, "%s kept changing under %d attempts to mark it %s", subject, maxMarkerAttempts, marker)
+}
+
+// Held reports whether the reply messageID to (sid, callID) still awaits
+// admission, reading the caught-up log and the reply subject together: a
+// release the projection worker has not marked yet counts already.
+func (r *Replies) Held(ctx context.Context, sid, callID, messageID string) (bool, error) {
+	var logged Logged
+	var logErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { logged, logErr = r.log.Logged(ctx, sid, callID) })
+	last, err := r.Last(ctx, sid, callID)
+	wg.Wait()
+	if err = errors.Join(err, logErr); err != nil {
+		return false, err
+	}
+	return holder(logged, last) == messageID, nil
+}
+
+// releaseWatchIdle is how long the consumer of a release watch outlives
+// its client.
+const releaseWatchIdle = 5 * time.Second
+
+// WatchRelease returns a channel that is closed once the reply subject of
+// (sid, callID) no longer holds the call for reply messageID: the
+// projection worker marked it released (after its admission, discard or
+// Turn end), or a later reply replaced it. It follows the subject until
+// then or until ctx ends; a failure to follow closes nothing and is
+// returned.
+func (r *Replies) WatchRelease(ctx context.Context, sid, callID, messageID string) (<-chan struct{}, error) {
+	subject, err := streams.ReplySubject(sid, callID)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := r.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{subject},
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		HeadersOnly:       true,
+		InactiveThreshold: releaseWatchIdle,
+	})
+	if err != nil {
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "follow %s", subject)
+	}
+	released := make(chan struct{})
+	var once sync.Once
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if lastOf(0, m.Headers()).Holder() != messageID {
+			once.Do(func() { close(released) })
+		}
+	})
+	if err != nil {
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "follow %s", subject)
+	}
+	context.AfterFunc(ctx, cc.Stop)
+	return released, nil
+}

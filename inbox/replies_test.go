@@ -1,0 +1,221 @@
+package inbox_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// replyRig is a real server with the topology and the replies of its
+// INBOX stream.
+type replyRig struct {
+	env     *embeddedtest.Env
+	replies *inbox.Replies
+	ctx     context.Context
+}
+
+func newReplyRig(t *testing.T) *replyRig {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return &replyRig{env: env, replies: inbox.NewReplies(env.JS, env.Topology.Inbox, nil), ctx: ctx}
+}
+
+func (r *replyRig) last(t *testing.T, sid, callID string) inbox.Last {
+	t.Helper()
+	l, err := r.replies.Last(r.ctx, sid, callID)
+	require.NoError(t, err)
+	return l
+}
+
+// D6, D8: the reply's publish is the reservation: of 100 replies to one
+// call sent at once, each expecting the empty subject, exactly one is
+// stored and the others lose the compare-and-set.
+func TestD8QueueIsTheReservation(t *testing.T) {
+	r := newReplyRig(t)
+	const n = 100
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m"+string(rune('A'+i)), "c1"), 0)
+		})
+	}
+	wg.Wait()
+	stored := 0
+	for _, err := range errs {
+		if err == nil {
+			stored++
+			continue
+		}
+		require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err), "%v", err)
+		require.True(t, streams.IsConflict(err), "the cause is kept")
+	}
+	require.Equal(t, 1, stored)
+	subject, err := streams.ReplySubject("s1", "c1")
+	require.NoError(t, err)
+	info, err := r.env.Topology.Inbox.Info(r.ctx, jetstream.WithSubjectFilter(subject))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), info.State.Subjects[subject])
+
+	l := r.last(t, "s1", "c1")
+	require.Equal(t, inbox.Marker(""), l.Marker)
+	require.Equal(t, l.MessageID, l.Holder())
+}
+
+// A reply whose acknowledgement was lost meets itself when it is sent
+// again: the retry fails the compare-and-set, and the subject's last
+// message names it, so the sender can tell it was stored once.
+func TestQueueRetryFindsItsOwnReply(t *testing.T) {
+	r := newReplyRig(t)
+	m := reply(t, "m1", "c1")
+	seq, err := r.replies.Queue(r.ctx, "s1", "c1", m, 0)
+	require.NoError(t, err)
+	_, err = r.replies.Queue(r.ctx, "s1", "c1", m, 0)
+	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err))
+	require.Equal(t, inbox.Last{Seq: seq, MessageID: "m1"}, r.last(t, "s1", "c1"))
+}
+
+// D8: the markers are idempotent, so a fold that is delivered again
+// writes nothing twice: a release marks only the reply that holds the
+// call, a restore only a call nothing holds.
+func TestD8MarkersAreIdempotent(t *testing.T) {
+	r := newReplyRig(t)
+	_, err := r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m1", "c1"), 0)
+	require.NoError(t, err)
+
+	marked, err := r.replies.Release(r.ctx, "s1", "c1", "m2", 7)
+	require.NoError(t, err)
+	require.False(t, marked, "m2 does not hold the call")
+	marked, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 7)
+	require.NoError(t, err)
+	require.False(t, marked, "m1 holds it already")
+
+	marked, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 8)
+	require.NoError(t, err)
+	require.True(t, marked)
+	released := r.last(t, "s1", "c1")
+	require.Equal(t, inbox.Released, released.Marker)
+	require.Equal(t, "m1", released.MessageID)
+	require.Equal(t, uint64(8), released.SessionSeq)
+	require.Empty(t, released.Holder())
+	marked, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 8)
+	require.NoError(t, err)
+	require.False(t, marked, "released once")
+	require.Equal(t, released, r.last(t, "s1", "c1"))
+
+	marked, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 9)
+	require.NoError(t, err)
+	require.True(t, marked)
+	restored := r.last(t, "s1", "c1")
+	require.Equal(t, inbox.Restored, restored.Marker)
+	require.Equal(t, "m1", restored.Holder())
+	marked, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 9)
+	require.NoError(t, err)
+	require.False(t, marked, "restored once")
+
+	// An admission releases whichever reply holds the call.
+	marked, err = r.replies.Release(r.ctx, "s1", "c1", "", 10)
+	require.NoError(t, err)
+	require.True(t, marked)
+	require.Equal(t, inbox.Released, r.last(t, "s1", "c1").Marker)
+
+	// A restore loses to a new reply published meanwhile: the new reply holds.
+	_, err = r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m2", "c1"), r.last(t, "s1", "c1").Seq)
+	require.NoError(t, err)
+	marked, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 11)
+	require.NoError(t, err)
+	require.False(t, marked)
+	require.Equal(t, "m2", r.last(t, "s1", "c1").Holder())
+}
+
+// D8: an inbox reader sees the replies of every call and the Session's
+// ordinary messages in the order they were queued, and can tell the
+// markers between them.
+func TestReaderSeesRepliesMessagesAndMarkers(t *testing.T) {
+	r := newReplyRig(t)
+	_, err := r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m1", "c1"), 0)
+	require.NoError(t, err)
+	_, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 3)
+	require.NoError(t, err)
+	_, err = inbox.Publish(r.ctx, r.env.JS, "s1", reply(t, "u1", "c9"))
+	require.NoError(t, err)
+	_, err = r.replies.Queue(r.ctx, "s2", "c1", reply(t, "other", "c1"), 0)
+	require.NoError(t, err)
+
+	cons, err := inbox.Open(r.ctx, r.env.Topology.Inbox, "s1", 0)
+	require.NoError(t, err)
+	batch, err := cons.Fetch(4, jetstream.FetchMaxWait(500*time.Millisecond))
+	require.NoError(t, err)
+	var read []string
+	for m := range batch.Messages() {
+		if inbox.IsMarker(m.Headers()) {
+			read = append(read, "marker")
+			continue
+		}
+		q, err := inbox.DecodeMsg(m)
+		require.NoError(t, err)
+		read = append(read, q.Message.ID)
+	}
+	require.Equal(t, []string{"m1", "marker", "u1"}, read, "another Session's reply is not read")
+}
+
+// D7, D8: a release watch ends when the reply no longer holds its call:
+// marked released, or replaced by a later reply; a restore of the same
+// reply keeps it held.
+func TestD8WatchReleaseEndsWithTheReply(t *testing.T) {
+	r := newReplyRig(t)
+	_, err := r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m1", "c1"), 0)
+	require.NoError(t, err)
+	released, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m1")
+	require.NoError(t, err)
+	other, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m0")
+	require.NoError(t, err)
+	waitClosed(t, other, "a watch of a reply that does not hold the call")
+	requireOpen(t, released)
+
+	_, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 5)
+	require.NoError(t, err)
+	waitClosed(t, released, "the released reply's watch")
+
+	_, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 6)
+	require.NoError(t, err)
+	restored, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m1")
+	require.NoError(t, err)
+	requireOpen(t, restored)
+	_, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 7)
+	require.NoError(t, err)
+	_, err = r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m2", "c1"), r.last(t, "s1", "c1").Seq)
+	require.NoError(t, err)
+	waitClosed(t, restored, "the restored reply's watch")
+}
+
+func waitClosed(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not end", what)
+	}
+}
+
+// requireOpen checks that the watch c has not ended. The watches of one
+// test share a connection, so once a later watch has ended on the same
+// subject's last message, this one has had that message too.
+func requireOpen(t *testing.T, c <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-c:
+		t.Fatal("the watch ended while its reply still holds the call")
+	default:
+	}
+}
