@@ -129,7 +129,10 @@ func (r *Replies) mark(ctx context.Context, sid, callID string, marker Marker, a
 			return false, err
 		}
 		messageID, ok := due(last)
-		if !ok {
+		if !ok || last.Marker != "" && last.SessionSeq > at {
+			// Nothing to mark, or a fold of a later Session seq has marked
+			// the subject already: a writer folding from a stale View must
+			// not move it back.
 			return false, nil
 		}
 		m := nats.NewMsg(subject)

@@ -14,6 +14,7 @@ import (
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
@@ -67,7 +68,7 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	w.worker = userquestions.New(nc, js, env.Topology, userquestions.Config{}, quiet)
 	require.NoError(t, w.worker.Start(ctx))
 	t.Cleanup(w.worker.Stop)
-	folder := projection.NewWorker(projection.NewStore(js, env.Topology.Sessions, env.Topology.Questions), projection.WorkerConfig{Logger: quiet})
+	folder := projection.NewWorker(projection.NewStore(js, env.Topology.Sessions, env.Topology.Questions), inbox.NewReplies(js, env.Topology.Inbox, nil), projection.WorkerConfig{Logger: quiet})
 	w.agents.Go(func() { _ = folder.Run(ctx) })
 
 	userConn, _ := embeddedtest.Connect(t, env.Server.ClientURL())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -69,6 +70,16 @@ func (s *Store) CaughtUp(ctx context.Context, sid string) (View, error) {
 		}
 	}
 	return e.view, nil
+}
+
+// Logged returns the reply reservation of call callID of Session sid as
+// its log records it up to its last event now (inbox.Log, D8).
+func (s *Store) Logged(ctx context.Context, sid, callID string) (inbox.Logged, error) {
+	v, err := s.CaughtUp(ctx, sid)
+	if err != nil {
+		return inbox.Logged{}, err
+	}
+	return v.Logged(callID), nil
 }
 
 // Check returns the stored View of Session sid (the empty View when none
