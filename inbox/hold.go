@@ -50,6 +50,9 @@ const (
 	Restored Marker = "restored"
 )
 
+// Markers lists every marker this version writes and reads.
+func Markers() []string { return []string{string(Released), string(Restored)} }
+
 // IsMarker reports whether m is a reservation marker rather than a
 // message for the agent. Every inbox reader must pass over markers.
 func IsMarker(h nats.Header) bool { return h.Get(MarkerHeader) != "" }

@@ -1,17 +1,23 @@
 // Package inbox owns each Session's durable inbox and the reply
 // reservations of late answers (D8).
 //
-// A late answer becomes a user message queued on the Session's inbox
-// subject in the INBOX stream; that queued message is the durable reply.
-// The agent runtime reads the inbox (Open, DecodeMsg) and records in the
-// Session log that it spliced, claimed, admitted (as user/message) or
-// discarded each message. A reservation per (Session, call) in the
-// replyReservations bucket covers a reply from queuing through claim to
-// admission, so a call never has two replies waiting; it follows the
-// Session log (Reservation.Apply, Tracker).
+// Steered messages are queued on the Session's inbox subject in the INBOX
+// stream, late replies on a subject of their own call
+// (holdover.session.<sid>.inbox.<call token>); a queued message is the
+// durable reply. The agent runtime reads both (Open, IsMarker, DecodeMsg)
+// and records in the Session log that it spliced, claimed, admitted (as
+// user/message) or discarded each message.
 //
-// The package never decides whether a call may be answered (steer/ does)
-// and never writes the Session log (the runtime does).
+// A call's reservation, which covers its one reply from queuing through
+// claim to admission, is the last message on its reply subject as moved
+// on by the Session events not yet marked there: a reply is published
+// expecting the subject's last message (Replies.Queue), so of concurrent
+// replies one is stored; the projection worker marks what the log does to
+// it (Replies.Release, Replies.Restore); Logged.Step is the log's side of
+// it and Check the one rule that reads both (hold.go).
+//
+// The package never decides whether a call may be answered otherwise
+// (steer/ does) and never writes the Session log (the runtime does).
 package inbox
 
 import (

@@ -160,10 +160,10 @@ func (r *Replies) Held(ctx context.Context, sid, callID, messageID string) (bool
 	wg.Go(func() { logged, logErr = r.log.Logged(ctx, sid, callID) })
 	last, err := r.Last(ctx, sid, callID)
 	wg.Wait()
-	if err = errors.Join(err, logErr); err != nil {
-		return false, err
+	if err == nil {
+		err = logErr
 	}
-	return holder(logged, last) == messageID, nil
+	return err == nil && holder(logged, last) == messageID, err
 }
 
 // releaseWatchIdle is how long the consumer of a release watch outlives

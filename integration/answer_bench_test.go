@@ -12,7 +12,6 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
-	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
@@ -35,9 +34,6 @@ func BenchmarkLateAnswer(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions)
-	go func() {
-		_ = projection.NewWorker(store, inbox.NewReplies(w.env.JS, w.env.Topology.Inbox, nil), projection.WorkerConfig{}).Run(ctx)
-	}()
 
 	qs := steertest.Questions("q1", "q2")
 	answers := steertest.Choose(qs)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -30,12 +31,24 @@ func newAnswerWorld(t testing.TB) *answerWorld {
 	return &answerWorld{t: t, env: env, log: sessionlog.New(env.JS, env.Topology.Sessions)}
 }
 
-// worker starts a userQuestions service on a connection of its own.
+// worker starts what a question worker runs, each on a connection of its
+// own: the userQuestions service and a projection worker, which writes the
+// Views and the reply reservations' markers (D8).
 func (w *answerWorld) worker() *userquestions.Service {
 	nc, js := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
 	svc := userquestions.New(nc, js, w.env.Topology, userquestions.Config{}, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
+	_, js = embeddedtest.Connect(w.t, w.env.Server.ClientURL())
+	folder := projection.NewWorker(projection.NewStore(js, w.env.Topology.Sessions, w.env.Topology.Questions),
+		inbox.NewReplies(js, w.env.Topology.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = folder.Run(ctx)
+	}()
+	w.t.Cleanup(func() { cancel(); <-done })
 	return svc
 }
 
@@ -45,22 +58,28 @@ func (w *answerWorld) client() *userquestions.Client {
 	return userquestions.NewClient(nc, 30*time.Second)
 }
 
-// inboxOf reads every message queued for Session sid, as a runtime would.
+// inboxOf reads every message queued for Session sid, on its own inbox
+// subject and its reply subjects, as a runtime would: markers passed over.
 func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	subject, err := inbox.Subject(sid)
+	info, err := w.env.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter("holdover.session."+sid+".>"))
 	require.NoError(w.t, err)
-	info, err := w.env.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter(subject))
-	require.NoError(w.t, err)
-	want := int(info.State.Subjects[subject])
+	want := 0
+	for _, n := range info.State.Subjects {
+		want += int(n)
+	}
 	cons, err := inbox.Open(ctx, w.env.Topology.Inbox, sid, 0)
 	require.NoError(w.t, err)
 	var out []inbox.Queued
-	for len(out) < want {
-		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(5*time.Second))
+	for read := 0; read < want; {
+		batch, err := cons.Fetch(want-read, jetstream.FetchMaxWait(5*time.Second))
 		require.NoError(w.t, err)
 		for m := range batch.Messages() {
+			read++
+			if inbox.IsMarker(m.Headers()) {
+				continue
+			}
 			q, err := inbox.DecodeMsg(m)
 			require.NoError(w.t, err)
 			out = append(out, q)

@@ -10,11 +10,10 @@ import (
 
 // Stream and bucket names.
 const (
-	SessionsStream     = "SESSIONS"
-	InboxStream        = "INBOX"
-	QuestionsBucket    = "userQuestions"
-	RootsBucket        = "liveRoots"
-	ReservationsBucket = "replyReservations"
+	SessionsStream  = "SESSIONS"
+	InboxStream     = "INBOX"
+	QuestionsBucket = "userQuestions"
+	RootsBucket     = "liveRoots"
 	// ClaimsStream holds the Client claims and liveness leases (ephemeral
 	// consumers) and the short-lived frames the Host sends into claims.
 	ClaimsStream = "CLAIMS"
@@ -149,15 +148,3 @@ func CancelSubject(sid string) (string, error) { return SessionSubject(sid, canc
 
 // Key joins KV key parts, each already checked or tokenised, with '.'.
 func Key(parts ...string) string { return strings.Join(parts, ".") }
-
-// ReservationKey is the reply reservation key of (sid, callID).
-func ReservationKey(sid, callID string) (string, error) {
-	if err := CheckSession(sid); err != nil {
-		return "", err
-	}
-	tok, err := Token(callID)
-	if err != nil {
-		return "", err
-	}
-	return Key(sid, tok), nil
-}

@@ -59,12 +59,11 @@ func (c Config) claimFrameAge() time.Duration {
 
 // Topology holds handles to every provisioned stream and bucket.
 type Topology struct {
-	Sessions     jetstream.Stream
-	Inbox        jetstream.Stream
-	Claims       jetstream.Stream
-	Questions    jetstream.KeyValue
-	Roots        jetstream.KeyValue
-	Reservations jetstream.KeyValue
+	Sessions  jetstream.Stream
+	Inbox     jetstream.Stream
+	Claims    jetstream.Stream
+	Questions jetstream.KeyValue
+	Roots     jetstream.KeyValue
 }
 
 // StreamConfigs returns the desired stream configurations.
@@ -108,7 +107,6 @@ func (c Config) BucketConfigs() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
 		kv(QuestionsBucket, "Holdover userQuestions projection, key = Session id"),
 		kv(RootsBucket, "Holdover live runtime root per Session, key = Session id"),
-		kv(ReservationsBucket, "Holdover late-reply reservations, key = <session>.<call token>"),
 	}
 }
 
@@ -134,7 +132,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config) (*Topology
 	}
 	return &Topology{
 		Sessions: handles[0], Inbox: handles[1], Claims: handles[2],
-		Questions: buckets[0], Roots: buckets[1], Reservations: buckets[2],
+		Questions: buckets[0], Roots: buckets[1],
 	}, nil
 }
 
