@@ -3,9 +3,9 @@ package inbox
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,9 +30,10 @@ type Log interface {
 // compare-and-set. The projection worker writes the markers (Release,
 // Restore) as it folds the Session events behind them.
 type Replies struct {
-	js     jetstream.JetStream
-	stream jetstream.Stream
-	log    Log
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	log     Log
+	watches releaseWatches
 }
 
 // NewReplies returns the replies in stream (normally Topology.Inbox),
@@ -166,40 +167,122 @@ func (r *Replies) Held(ctx context.Context, sid, callID, messageID string) (bool
 	return err == nil && holder(logged, last) == messageID, err
 }
 
-// releaseWatchIdle is how long the consumer of a release watch outlives
-// its client.
-const releaseWatchIdle = 5 * time.Second
-
 // WatchRelease returns a channel that is closed once the reply subject of
 // (sid, callID) no longer holds the call for reply messageID: the
 // projection worker marked it released (after its admission, discard or
-// Turn end), or a later reply replaced it. It follows the subject until
-// then or until ctx ends; a failure to follow closes nothing and is
-// returned.
-func (r *Replies) WatchRelease(ctx context.Context, sid, callID, messageID string) (<-chan struct{}, error) {
+// Turn end), or a later reply replaced it; and the function that ends the
+// watch. Every watch of r shares one subscription to the reply subjects,
+// and each is checked against its subject's last message when it starts
+// and on every [Replies.Recheck], so neither a release before the watch
+// nor one published while the connection was down goes unnoticed.
+func (r *Replies) WatchRelease(ctx context.Context, sid, callID, messageID string) (<-chan struct{}, func(), error) {
 	subject, err := streams.ReplySubject(sid, callID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cons, err := r.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{subject},
-		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
-		HeadersOnly:       true,
-		InactiveThreshold: releaseWatchIdle,
-	})
-	if err != nil {
-		return nil, holdover.Wrapf(err, holdover.CodeInternal, "follow %s", subject)
+	w := &releaseWatch{sid: sid, callID: callID, messageID: messageID, released: make(chan struct{})}
+	if err := r.watches.add(r.js.Conn(), subject, w); err != nil {
+		return nil, nil, err
 	}
-	released := make(chan struct{})
-	var once sync.Once
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if lastOf(0, m.Headers()).Holder() != messageID {
-			once.Do(func() { close(released) })
+	// The subscription is in place before this read on the same
+	// connection, so a release is either read here or delivered there.
+	r.check(ctx, subject, w)
+	return w.released, func() { r.watches.remove(subject, w) }, nil
+}
+
+// Recheck reads the last message of every watched reply subject again.
+// Run it after a reconnect: markers published while the connection was
+// down never arrive.
+func (r *Replies) Recheck(ctx context.Context) {
+	for subject, ws := range r.watches.all() {
+		for _, w := range ws {
+			r.check(ctx, subject, w)
 		}
-	})
-	if err != nil {
-		return nil, holdover.Wrapf(err, holdover.CodeInternal, "follow %s", subject)
 	}
-	context.AfterFunc(ctx, cc.Stop)
-	return released, nil
+}
+
+func (r *Replies) check(ctx context.Context, subject string, w *releaseWatch) {
+	last, err := r.Last(ctx, w.sid, w.callID)
+	if err != nil {
+		return // undecided: the next Recheck decides
+	}
+	if last.Holder() != w.messageID {
+		r.watches.release(subject, w)
+	}
+}
+
+// releaseWatch is one WatchRelease.
+type releaseWatch struct {
+	sid, callID, messageID string
+	released               chan struct{}
+	once                   sync.Once
+}
+
+// releaseWatches are the watches of one Replies, by reply subject, and the
+// subscription to every reply subject they share while there are any.
+type releaseWatches struct {
+	mu        sync.Mutex
+	sub       *nats.Subscription
+	bySubject map[string][]*releaseWatch
+}
+
+func (ws *releaseWatches) add(nc *nats.Conn, subject string, w *releaseWatch) error {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.sub == nil {
+		sub, err := nc.Subscribe(streams.ReplySubjects, ws.deliver)
+		if err != nil {
+			return holdover.Wrapf(err, holdover.CodeInternal, "follow %s", streams.ReplySubjects)
+		}
+		ws.sub, ws.bySubject = sub, map[string][]*releaseWatch{}
+	}
+	ws.bySubject[subject] = append(ws.bySubject[subject], w)
+	return nil
+}
+
+// deliver ends the watches a new message on their reply subject releases.
+func (ws *releaseWatches) deliver(m *nats.Msg) {
+	holder := lastOf(0, m.Header).Holder()
+	ws.mu.Lock()
+	var released []*releaseWatch
+	for _, w := range ws.bySubject[m.Subject] {
+		if holder != w.messageID {
+			released = append(released, w)
+		}
+	}
+	ws.mu.Unlock()
+	for _, w := range released {
+		ws.release(m.Subject, w)
+	}
+}
+
+func (ws *releaseWatches) release(subject string, w *releaseWatch) {
+	w.once.Do(func() { close(w.released) })
+	ws.remove(subject, w)
+}
+
+// remove ends w; the shared subscription ends with the last watch.
+func (ws *releaseWatches) remove(subject string, w *releaseWatch) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	left := slices.DeleteFunc(ws.bySubject[subject], func(o *releaseWatch) bool { return o == w })
+	if len(left) == 0 {
+		delete(ws.bySubject, subject)
+	} else {
+		ws.bySubject[subject] = left
+	}
+	if len(ws.bySubject) == 0 && ws.sub != nil {
+		_ = ws.sub.Unsubscribe()
+		ws.sub = nil
+	}
+}
+
+func (ws *releaseWatches) all() map[string][]*releaseWatch {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := make(map[string][]*releaseWatch, len(ws.bySubject))
+	for subject, w := range ws.bySubject {
+		out[subject] = slices.Clone(w)
+	}
+	return out
 }

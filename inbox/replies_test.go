@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -176,9 +177,9 @@ func TestD8WatchReleaseEndsWithTheReply(t *testing.T) {
 	r := newReplyRig(t)
 	_, err := r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m1", "c1"), 0)
 	require.NoError(t, err)
-	released, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m1")
+	released, _, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m1")
 	require.NoError(t, err)
-	other, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m0")
+	other, _, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m0")
 	require.NoError(t, err)
 	waitClosed(t, other, "a watch of a reply that does not hold the call")
 	requireOpen(t, released)
@@ -189,7 +190,11 @@ func TestD8WatchReleaseEndsWithTheReply(t *testing.T) {
 
 	_, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 6)
 	require.NoError(t, err)
-	restored, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m1")
+	restored, _, err := r.replies.WatchRelease(r.ctx, "s1", "c1", "m1")
+	require.NoError(t, err)
+	_, err = r.replies.Queue(r.ctx, "s2", "c1", reply(t, "n1", "c1"), 0)
+	require.NoError(t, err)
+	elsewhere, _, err := r.replies.WatchRelease(r.ctx, "s2", "c1", "n1")
 	require.NoError(t, err)
 	requireOpen(t, restored)
 	_, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 7)
@@ -197,9 +202,38 @@ func TestD8WatchReleaseEndsWithTheReply(t *testing.T) {
 	_, err = r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m2", "c1"), r.last(t, "s1", "c1").Seq)
 	require.NoError(t, err)
 	waitClosed(t, restored, "the restored reply's watch")
+	requireOpen(t, elsewhere)
 }
 
-func waitClosed(t *testing.T, c <-chan struct{}, what string) {
+// D7, D8: a release published while the watching connection was cut off
+// never arrives on its subscription; the Recheck run after the reconnect
+// finds it.
+func TestD8WatchReleaseRecheckFindsAMissedRelease(t *testing.T) {
+	r := newReplyRig(t)
+	_, err := r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m1", "c1"), 0)
+	require.NoError(t, err)
+	proxy := embeddedtest.NewProxy(t, r.env.Server.ClientURL())
+	reconnected := make(chan struct{}, 1)
+	nc, js := embeddedtest.Connect(t, proxy.URL(), nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1),
+		nats.ReconnectHandler(func(*nats.Conn) { reconnected <- struct{}{} }))
+	watching := inbox.NewReplies(js, r.env.Topology.Inbox, nil)
+	released, _, err := watching.WatchRelease(r.ctx, "s1", "c1", "m1")
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+
+	proxy.Cut()
+	_, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 3)
+	require.NoError(t, err)
+	proxy.Heal()
+	waitClosed(t, reconnected, "the reconnect")
+	require.NoError(t, nc.Flush())
+	requireOpen(t, released)
+
+	watching.Recheck(r.ctx)
+	waitClosed(t, released, "the rechecked watch")
+}
+
+func waitClosed[T any](t *testing.T, c <-chan T, what string) {
 	t.Helper()
 	select {
 	case <-c:

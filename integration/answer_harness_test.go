@@ -27,7 +27,12 @@ type answerWorld struct {
 }
 
 func newAnswerWorld(t testing.TB) *answerWorld {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	return newAnswerWorldOn(t, streams.Config{Memory: true})
+}
+
+// newAnswerWorldOn is newAnswerWorld with the topology stored as cfg says.
+func newAnswerWorldOn(t testing.TB, cfg streams.Config) *answerWorld {
+	env := embeddedtest.Start(t, cfg)
 	return &answerWorld{t: t, env: env, log: sessionlog.New(env.JS, env.Topology.Sessions)}
 }
 

@@ -41,8 +41,7 @@ func New(views Projection, replies *inbox.Replies) *Answerer {
 }
 
 // maxAttempts bounds how often one answer reads again after its reply
-// lost the compare-and-set on the reply subject to a marker the
-// projection worker wrote meanwhile.
+// lost the compare-and-set on the reply subject.
 const maxAttempts = 8
 
 // Answer answers a continued call late (D6). It returns Accepted false,
@@ -54,11 +53,14 @@ const maxAttempts = 8
 // answer_to_pending_question text, and its message id is returned. A bad
 // Session or call id is BAD_REQUEST.
 //
-// It reads the caught-up View and the reply subject's last message at
-// once (one round trip when the projection worker keeps up) and then
-// publishes once: the publish expects the subject's last message as read,
-// so it is the reservation too (D8). Of concurrent answers one is stored;
-// the others read again and find it (REPLY_QUEUED).
+// It reads the View caught up to the Session's last event (one round trip
+// when the projection worker keeps up) and publishes once: the publish
+// expects the reply subject's last message as the answer saw it, so it is
+// the reservation too (D8), and of concurrent answers one is stored. The
+// first attempt takes the reply subject to be empty, as it is until the
+// call's first reply, and leaves the check to the publish; only when the
+// publish finds it otherwise is the subject read, together with the View,
+// and the answer decided again (inbox.Check).
 func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (holdover.AnswerResult, error) {
 	if err := streams.CheckSession(req.Session); err != nil {
 		return holdover.AnswerResult{}, err
@@ -67,8 +69,9 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 		return holdover.AnswerResult{}, holdover.Wrap(err, holdover.CodeBadRequest, "call id")
 	}
 	messageID := "reply-" + rand.Text()
+	readLast := false
 	for range maxAttempts {
-		view, last, err := a.read(ctx, req.Session, req.CallID)
+		view, last, err := a.read(ctx, req.Session, req.CallID, readLast)
 		if err != nil {
 			return holdover.AnswerResult{}, err
 		}
@@ -85,6 +88,10 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 			return holdover.AnswerResult{}, err
 		}
 		if err := holdover.ValidateBatch(call.Questions, req.Answers); err != nil {
+			if !readLast {
+				readLast = true // REPLY_QUEUED comes first (D6): read the subject to tell
+				continue
+			}
 			return holdover.AnswerResult{}, err
 		}
 		msg, err := events.NewReply(messageID, req.CallID, call.Questions, req.Answers)
@@ -98,18 +105,20 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 			}
 			return holdover.AnswerResult{Accepted: true, MessageID: messageID}, nil
 		}
-		// Another reply or a marker came first: decide again on what is there now.
+		readLast = true // a reply or a marker is there: decide on what it is
 	}
 	return holdover.AnswerResult{}, holdover.Newf(holdover.CodeConflict, "the reply subject of call %s kept changing under %d attempts to answer it", req.CallID, maxAttempts)
 }
 
-// read returns the caught-up View of sid and the last message of the
-// reply subject of callID, both asked for at once.
-func (a *Answerer) read(ctx context.Context, sid, callID string) (projection.View, inbox.Last, error) {
+// read returns the caught-up View of sid and, when withLast, the last
+// message of the reply subject of callID, both asked for at once.
+func (a *Answerer) read(ctx context.Context, sid, callID string, withLast bool) (projection.View, inbox.Last, error) {
 	var last inbox.Last
 	var lastErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { last, lastErr = a.replies.Last(ctx, sid, callID) })
+	if withLast {
+		wg.Go(func() { last, lastErr = a.replies.Last(ctx, sid, callID) })
+	}
 	view, err := a.views.CaughtUp(ctx, sid)
 	wg.Wait()
 	if err == nil {

@@ -336,6 +336,9 @@ func TestD8SecondAnswerQueuedUntilDiscard(t *testing.T) {
 		first := r.accept(t, "s1", "call-1", steertest.Choose(qs))
 
 		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+		// D6: REPLY_QUEUED comes before BAD_ANSWER, also while only the
+		// reply subject knows the reply (not spliced yet).
+		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", nil)
 
 		q := r.queued(t, "s1")
 		s.Splice(q[0].Message, q[0].Seq)

@@ -128,6 +128,9 @@ func ReplySubject(sid, callID string) (string, error) {
 	return SessionSubject(sid, inboxSuffix+"."+tok)
 }
 
+// ReplySubjects matches the reply subject of every call of every Session.
+const ReplySubjects = sessionPrefix + "*." + inboxSuffix + ".*"
+
 // InboxSubjects are the subjects a reader of sid's inbox filters on: the
 // Session's own inbox subject and every per-call reply subject.
 func InboxSubjects(sid string) ([]string, error) {

@@ -88,7 +88,7 @@ func (c Config) StreamConfigs() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
 		base(SessionsStream, "Holdover Session logs: one subject per Session", sessionPrefix+"*."+eventsSuffix),
 		base(InboxStream, "Holdover Session inboxes: durable steered messages, late replies per call",
-			sessionPrefix+"*."+inboxSuffix, sessionPrefix+"*."+inboxSuffix+".*"),
+			sessionPrefix+"*."+inboxSuffix, ReplySubjects),
 		claims,
 	}
 }

@@ -34,7 +34,7 @@ type durable struct {
 	outcomes   *prometheus.CounterVec
 	resumes    *prometheus.CounterVec
 	rootLeases *leases.Watcher // the root leases of Sessions with a queued reply
-	recheck    func()          // stops looking root leases up after reconnects
+	recheck    func()          // stops looking leases and replies up after reconnects
 
 	background sync.WaitGroup // resume requests
 }
@@ -66,9 +66,13 @@ func (d *durable) endpoints() []endpoint {
 	}
 }
 
-// start looks the followed root leases up again after every reconnect.
+// start looks the followed root leases and queued replies up again after
+// every reconnect.
 func (d *durable) start(context.Context) error {
-	d.recheck = leases.OnReconnect(d.s.nc, 0, d.rootLeases.Recheck)
+	d.recheck = leases.OnReconnect(d.s.nc, 0, func(ctx context.Context) {
+		d.rootLeases.Recheck(ctx)
+		d.replies.Recheck(ctx)
+	})
 	return nil
 }
 
@@ -116,7 +120,7 @@ func (d *durable) count(out *holdover.AnswerResult, err error) {
 // waits for the next root.
 func (d *durable) resumeIfIdle(ctx context.Context, sid, callID, messageID string) {
 	for {
-		rec, state, err := d.s.roots.Root(ctx, sid, liveroot.Leases(d.s.js))
+		rec, state, err := d.s.roots.Root(ctx, sid, d.rootLeaseExists)
 		if err != nil {
 			d.s.log.Warn("look up live root after an answer", "session", sid, ops.Err(err))
 			return
@@ -131,17 +135,29 @@ func (d *durable) resumeIfIdle(ctx context.Context, sid, callID, messageID strin
 	}
 }
 
+// rootLeaseExists looks a root lease up, unless it is followed already
+// for another queued reply and known alive: a runtime instance is the
+// root of many Sessions, and answers to them would otherwise each look
+// the same lease up.
+func (d *durable) rootLeaseExists(ctx context.Context, name string) (bool, error) {
+	if d.rootLeases.Alive(name) {
+		return true, nil
+	}
+	return leases.Exists(ctx, d.s.js, name)
+}
+
 // outlivedBy follows the root lease of instance until inbox says the reply
 // messageID to (sid, callID) has left the inbox (its reservation released,
 // D8) or ctx ends, and reports whether the lease ended first.
 func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instance string) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	released, err := d.replies.WatchRelease(ctx, sid, callID, messageID)
+	released, unwatchReply, err := d.replies.WatchRelease(ctx, sid, callID, messageID)
 	if err != nil {
 		d.s.log.Warn("watch a queued reply; a root that dies before reading it is not resumed from", "session", sid, "call", callID, ops.Err(err))
 		return false
 	}
+	defer unwatchReply()
 	lost, unwatch := d.rootLeases.Watch(ctx, liveroot.LeaseName(instance))
 	defer unwatch()
 	select {
