@@ -40,13 +40,13 @@ func newAnswerWorldOn(t testing.TB, cfg streams.Config) *answerWorld {
 // own: the userQuestions service and a projection worker, which writes the
 // Views and the reply reservations' markers (D8).
 func (w *answerWorld) worker() *userquestions.Service {
+	_, folderJS := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
+	store := projection.NewStore(folderJS, w.env.Topology.Sessions, w.env.Topology.Questions)
 	nc, js := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	svc := userquestions.New(nc, js, w.env.Topology, userquestions.Config{}, slog.New(slog.DiscardHandler))
+	svc := userquestions.New(nc, js, w.env.Topology, userquestions.Config{Views: store}, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
-	_, js = embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	folder := projection.NewWorker(projection.NewStore(js, w.env.Topology.Sessions, w.env.Topology.Questions),
-		inbox.NewReplies(js, w.env.Topology.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, w.env.Topology.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -106,7 +106,7 @@ type Worker struct {
 	cfg     WorkerConfig
 	log     *slog.Logger
 	metrics *ops.Metrics
-	cache   *viewCache
+	cache   *sessionCache[entry]
 	running atomic.Bool
 
 	folded, catchUps, conflicts prometheus.Counter
@@ -126,7 +126,7 @@ func NewWorker(store *Store, replies *inbox.Replies, cfg WorkerConfig) *Worker {
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "projection", "consumer", cfg.Durable),
 		metrics:   m,
-		cache:     newViewCache(cfg.CacheSize),
+		cache:     newSessionCache[entry](cfg.CacheSize),
 		folded:    m.EventsFolded.WithLabelValues(cfg.Durable),
 		catchUps:  m.CatchUps.WithLabelValues(cfg.Durable),
 		conflicts: m.KVConflicts.WithLabelValues(streams.QuestionsBucket),

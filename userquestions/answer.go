@@ -40,7 +40,10 @@ type durable struct {
 }
 
 func newDurable(s *Service) *durable {
-	views := projection.NewStore(s.js, s.top.Sessions, s.top.Questions)
+	views := s.cfg.Views
+	if views == nil {
+		views = projection.NewStore(s.js, s.top.Sessions, s.top.Questions)
+	}
 	replies := inbox.NewReplies(s.js, s.top.Inbox, views)
 	return &durable{
 		s:        s,

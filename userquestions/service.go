@@ -23,6 +23,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -52,6 +53,11 @@ type Config struct {
 	ResumeTimeout time.Duration
 	// Foreground configures waits and claims (ask.go).
 	Foreground ForegroundConfig
+	// Views is the projection store the process's projection worker
+	// writes through, so late answers check the Views it wrote without
+	// reading them back (projection.NewStore); nil reads them from the
+	// bucket.
+	Views *projection.Store
 }
 
 func (c Config) resumeTimeout() time.Duration {

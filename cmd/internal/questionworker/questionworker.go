@@ -46,6 +46,7 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 	worker := projection.NewWorker(store, inbox.NewReplies(js, topo.Inbox, store), projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
 	svcCfg := cfg.Service
 	svcCfg.Metrics = metrics
+	svcCfg.Views = store
 	svc := userquestions.New(nc, js, topo, svcCfg, cfg.Logger.With("component", "userQuestions"))
 	return []ops.Component{
 		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc)), cfg.Logger),
