@@ -75,6 +75,51 @@ on late answer say Switching to {answers} for {callId}.`)
 	w.stop(w.worker)
 }
 
+// The agent process is SIGKILLed during independent work after it spliced
+// a late reply into its inbox and before its next step admitted it. The
+// log holds the reply (D8): another answer is REPLY_QUEUED while no agent
+// runs. The restarted process restores the reply from its splice, claims
+// it again, which re-reserves it, and admits it once; the reply is read
+// from the inbox only once.
+func TestRestartAgentKilledWithASplicedReplyClaimsItAgain(t *testing.T) {
+	t.Parallel()
+	w := newRestartWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 1
+work 1 step of 60s
+on late answer say Switching to {answers} for {callId}.
+say Done.`)
+	first := w.agent("--session", restartSession, "--prompt", "Set up the service.", "--pool")
+	w.Await(restartSession, "independent work after the pending result", sleeping)
+	w.awaitView("call_1 continued", callIs("call_1", projection.Continued))
+	res, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
+	require.NoError(t, err)
+	require.True(t, res.Accepted)
+	w.awaitView("the reply spliced while the work runs", func(v projection.View) bool {
+		c, ok := v.Find("call_1")
+		return ok && c.Queued != nil && c.Queued.MessageID == res.MessageID
+	})
+	first.kill()
+
+	_, err = w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
+	require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err), "the spliced reply holds the call while no agent runs (D8)")
+
+	second := w.agent("--session", restartSession, "--pool")
+	evts := w.awaitLateReaction()
+	w.requireAdmitted(evts, res.MessageID)
+	spliced := 0
+	for _, e := range evts {
+		if b, ok := e.Body.(*events.InboxSpliced); ok && b.Message.ID == res.MessageID {
+			spliced++
+		}
+	}
+	require.Equal(t, 1, spliced, "restored from the log, not read again:\n%s", runtimetest.Describe(evts))
+	w.requireSettledLate(evts)
+	after, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
+	require.NoError(t, err)
+	require.False(t, after.Accepted, "settled by the one reply")
+	w.stop(second)
+	w.stop(w.worker)
+}
+
 // The agent process is SIGKILLed during independent work after its
 // question returned pending, and nothing restarts it. A late answer is
 // accepted all the same and waits durably in the Session inbox, holding
