@@ -94,49 +94,43 @@ func TestD8MarkersAreIdempotent(t *testing.T) {
 	_, err := r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m1", "c1"), 0)
 	require.NoError(t, err)
 
-	marked, err := r.replies.Release(r.ctx, "s1", "c1", "m2", 7)
-	require.NoError(t, err)
-	require.False(t, marked, "m2 does not hold the call")
-	marked, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 7)
-	require.NoError(t, err)
-	require.False(t, marked, "m1 holds it already")
+	mark(t, false, "m2 does not hold the call")(r.replies.Release(r.ctx, "s1", "c1", "m2", 7))
+	mark(t, false, "m1 holds it already")(r.replies.Restore(r.ctx, "s1", "c1", "m1", 7))
 
-	marked, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 8)
-	require.NoError(t, err)
-	require.True(t, marked)
+	mark(t, true, "m1 released")(r.replies.Release(r.ctx, "s1", "c1", "m1", 8))
 	released := r.last(t, "s1", "c1")
 	require.Equal(t, inbox.Released, released.Marker)
 	require.Equal(t, "m1", released.MessageID)
 	require.Equal(t, uint64(8), released.SessionSeq)
 	require.Empty(t, released.Holder())
-	marked, err = r.replies.Release(r.ctx, "s1", "c1", "m1", 8)
-	require.NoError(t, err)
-	require.False(t, marked, "released once")
+	mark(t, false, "released once")(r.replies.Release(r.ctx, "s1", "c1", "m1", 8))
 	require.Equal(t, released, r.last(t, "s1", "c1"))
 
-	marked, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 9)
-	require.NoError(t, err)
-	require.True(t, marked)
+	mark(t, true, "m1 restored")(r.replies.Restore(r.ctx, "s1", "c1", "m1", 9))
 	restored := r.last(t, "s1", "c1")
 	require.Equal(t, inbox.Restored, restored.Marker)
 	require.Equal(t, "m1", restored.Holder())
-	marked, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 9)
-	require.NoError(t, err)
-	require.False(t, marked, "restored once")
+	mark(t, false, "restored once")(r.replies.Restore(r.ctx, "s1", "c1", "m1", 9))
+	mark(t, false, "a fold of an earlier seq moves nothing back")(r.replies.Release(r.ctx, "s1", "c1", "m1", 8))
 
 	// An admission releases whichever reply holds the call.
-	marked, err = r.replies.Release(r.ctx, "s1", "c1", "", 10)
-	require.NoError(t, err)
-	require.True(t, marked)
+	mark(t, true, "the holder released")(r.replies.Release(r.ctx, "s1", "c1", "", 10))
 	require.Equal(t, inbox.Released, r.last(t, "s1", "c1").Marker)
 
 	// A restore loses to a new reply published meanwhile: the new reply holds.
 	_, err = r.replies.Queue(r.ctx, "s1", "c1", reply(t, "m2", "c1"), r.last(t, "s1", "c1").Seq)
 	require.NoError(t, err)
-	marked, err = r.replies.Restore(r.ctx, "s1", "c1", "m1", 11)
-	require.NoError(t, err)
-	require.False(t, marked)
+	mark(t, false, "m2 holds the call")(r.replies.Restore(r.ctx, "s1", "c1", "m1", 11))
 	require.Equal(t, "m2", r.last(t, "s1", "c1").Holder())
+}
+
+// mark checks what a marker write reported: whether it wrote, and no error.
+func mark(t *testing.T, want bool, why string) func(bool, error) {
+	return func(marked bool, err error) {
+		t.Helper()
+		require.NoError(t, err, why)
+		require.Equal(t, want, marked, why)
+	}
 }
 
 // D8: an inbox reader sees the replies of every call and the Session's

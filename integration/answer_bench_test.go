@@ -33,13 +33,13 @@ import (
 // whose root is alive (its instance holds its root lease), so the worker
 // follows the root until the reply is read instead of asking for a resume
 // (D7), as for most answers in production.
-func BenchmarkLateAnswer(b *testing.B) {
-	for _, storage := range []struct {
-		name string
-		cfg  streams.Config
-	}{{"memory", streams.Config{Memory: true}}, {"file", streams.Config{}}} {
-		b.Run(storage.name, func(b *testing.B) { benchmarkLateAnswer(b, storage.cfg) })
-	}
+func BenchmarkLateAnswer(b *testing.B) { onEachStorage(b, benchmarkLateAnswer) }
+
+// onEachStorage runs bench on memory storage (the tests' setting) and on
+// file storage (a deployment's).
+func onEachStorage(b *testing.B, bench func(*testing.B, streams.Config)) {
+	b.Run("memory", func(b *testing.B) { bench(b, streams.Config{Memory: true}) })
+	b.Run("file", func(b *testing.B) { bench(b, streams.Config{}) })
 }
 
 func benchmarkLateAnswer(b *testing.B, cfg streams.Config) {

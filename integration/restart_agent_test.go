@@ -83,13 +83,8 @@ on late answer say Switching to {answers} for {callId}.`)
 // from the inbox only once.
 func TestRestartAgentKilledWithASplicedReplyClaimsItAgain(t *testing.T) {
 	t.Parallel()
-	w := newRestartWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 1
-work 1 step of 60s
-on late answer say Switching to {answers} for {callId}.
-say Done.`)
-	first := w.agent("--session", restartSession, "--prompt", "Set up the service.", "--pool")
-	w.Await(restartSession, "independent work after the pending result", sleeping)
-	w.awaitView("call_1 continued", callIs("call_1", projection.Continued))
+	w := newRestartWorld(t, pendingThenWork)
+	first, _ := w.workingAfterPending()
 	res, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
 	require.NoError(t, err)
 	require.True(t, res.Accepted)
@@ -130,16 +125,11 @@ say Done.`)
 // runtime, D7; restart_pool_test.go has another pool process take it.)
 func TestRestartAnswerWaitsInTheInboxUntilTheAgentIsBack(t *testing.T) {
 	t.Parallel()
-	w := newRestartWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 1
-work 1 step of 60s
-on late answer say Switching to {answers} for {callId}.
-say Done.`)
-	first := w.agent("--session", restartSession, "--prompt", "Set up the service.", "--pool")
-	evts := w.Await(restartSession, "independent work after the pending result", sleeping)
+	w := newRestartWorld(t, pendingThenWork)
+	first, evts := w.workingAfterPending()
 	pending, ok := holdover.ParsePending(events.JoinText(runtimetest.Last[*events.ToolResult](t, evts).Content))
 	require.True(t, ok, "the call returned pending:\n%s", runtimetest.Describe(evts))
 	require.Equal(t, "call_1", pending.CallID)
-	w.awaitView("call_1 continued", callIs("call_1", projection.Continued))
 	first.kill()
 
 	res, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
@@ -167,6 +157,25 @@ say Done.`)
 	w.requireSettledLate(evts)
 	w.stop(second)
 	w.stop(w.worker)
+}
+
+// pendingThenWork is a script whose question returns pending after a
+// second and whose agent then works for a minute: a late answer comes
+// while it works or after it was killed, and the model reacts to it.
+const pendingThenWork = `ask db "Which database?" options Postgres,SQLite timeout 1
+work 1 step of 60s
+on late answer say Switching to {answers} for {callId}.
+say Done.`
+
+// workingAfterPending starts the agent of pendingThenWork and waits until
+// its question is continued and it works; it returns the agent and the
+// log so far.
+func (w *restartWorld) workingAfterPending() (*fgProc, []events.Event) {
+	w.t.Helper()
+	agent := w.agent("--session", restartSession, "--prompt", "Set up the service.", "--pool")
+	evts := w.Await(restartSession, "independent work after the pending result", sleeping)
+	w.awaitView("call_1 continued", callIs("call_1", projection.Continued))
+	return agent, evts
 }
 
 // watch watches the Session as a Client that answers nothing, so the

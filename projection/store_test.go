@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -51,10 +52,7 @@ func TestCaughtUpWithoutDirectGets(t *testing.T) {
 func TestCaughtUpAfterTheViewIsDeleted(t *testing.T) {
 	e := newWorkerEnv(t)
 	ctx := context.Background()
-	e.append(t, "s", timedHeader(), ask("c1"), pending("c1"))
-	stop := e.run(t, projection.WorkerConfig{})
-	e.waitFolded(t, "s", e.lastSeq("s"))
-	stop()
+	e.foldedByAStoppedWorker(t, "s", timedHeader(), ask("c1"), pending("c1"))
 	require.NoError(t, e.Env.Topology.Questions.Delete(ctx, "s"))
 	_, err := e.Env.Topology.Questions.Get(ctx, "s")
 	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
@@ -71,10 +69,7 @@ func TestCaughtUpAfterTheViewIsDeleted(t *testing.T) {
 func TestCaughtUpChecksTheViewItWroteAgainstTheLog(t *testing.T) {
 	e := newWorkerEnv(t)
 	ctx := context.Background()
-	e.append(t, "s", timedHeader(), ask("c1"), pending("c1"))
-	stop := e.run(t, projection.WorkerConfig{})
-	e.waitFolded(t, "s", e.lastSeq("s"))
-	stop()
+	e.foldedByAStoppedWorker(t, "s", timedHeader(), ask("c1"), pending("c1"))
 	require.NoError(t, e.Env.JS.DeleteKeyValue(ctx, streams.QuestionsBucket))
 
 	v, err := e.store.CaughtUp(ctx, "s")
@@ -91,4 +86,14 @@ func TestCaughtUpChecksTheViewItWroteAgainstTheLog(t *testing.T) {
 	v, err = e.store.CaughtUp(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, projection.Fold(e.written["s"]), v)
+}
+
+// foldedByAStoppedWorker appends bodies to sid, runs a worker until it has
+// stored sid's View, and stops it.
+func (e *workerEnv) foldedByAStoppedWorker(t *testing.T, sid string, bodies ...events.Body) {
+	t.Helper()
+	e.append(t, sid, bodies...)
+	stop := e.run(t, projection.WorkerConfig{})
+	e.waitFolded(t, sid, e.lastSeq(sid))
+	stop()
 }

@@ -97,20 +97,26 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// worker serves the userQuestions service on the topology the test made.
-func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
+// topology provisions, idempotently, the topology the test made.
+func topology(nc *nats.Conn) (jetstream.JetStream, *streams.Topology, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	top, err := streams.Provision(ctx, js, streams.Config{Memory: true})
+	return js, top, err
+}
+
+// worker serves the userQuestions service on the topology the test made.
+func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
+	js, top, err := topology(nc)
 	if err != nil {
 		return err
 	}
 	svc := userquestions.New(nc, js, top, userquestions.Config{Foreground: userquestions.ForegroundConfig{ReleaseBound: bound}}, log)
-	if err := svc.Start(ctx); err != nil {
+	if err := svc.Start(context.Background()); err != nil {
 		return err
 	}
 	fmt.Println("ready")
@@ -119,13 +125,7 @@ func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 
 // folder runs a projection worker on the topology the test made.
 func folder(nc *nats.Conn, ackWait time.Duration, log *slog.Logger) error {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	top, err := streams.Provision(ctx, js, streams.Config{Memory: true})
+	js, top, err := topology(nc)
 	if err != nil {
 		return err
 	}
