@@ -81,13 +81,14 @@ func lastOf(seq uint64, h nats.Header) Last {
 
 // Holder is the reply this last message holds the call for: a reply
 // holds for itself, a restore marker for the reply it names; a release
-// marker, an unknown marker or an empty subject hold nothing.
+// marker or an empty subject hold nothing. A marker this version does not
+// know holds the reply it names: a call stays unanswerable rather than
+// take a second reply (D8).
 func (l Last) Holder() string {
-	switch l.Marker {
-	case "", Restored:
-		return l.MessageID
+	if l.Marker == Released {
+		return ""
 	}
-	return ""
+	return l.MessageID
 }
 
 // Logged is a call's reservation as its Session log records it. The

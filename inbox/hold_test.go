@@ -131,7 +131,7 @@ func TestD8CheckReadsTheLogAndTheReplySubjectTogether(t *testing.T) {
 		"released again after a restore":    {inbox.Logged{Released: "m1"}, marker(6, inbox.Restored, "m1"), ""},
 		"an older reply released, new one":  {inbox.Logged{Released: "m1"}, reply(6, "m2"), "m2"},
 		"admitted, marker not written yet":  {inbox.Logged{Admitted: true}, reply(4, "m1"), ""},
-		"a marker this version cannot read": {inbox.Logged{}, marker(7, "expired", "m1"), ""},
+		"a marker this version cannot read": {inbox.Logged{}, marker(7, "expired", "m1"), "m1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			expect, err := inbox.Check("c1", c.logged, c.last)
