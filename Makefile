@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: build dev test test-go test-web vet tidy
+.PHONY: build dev test test-go test-web test-schemas vet tidy
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -26,4 +26,9 @@ test-go:
 test-web:
 	cd web && npm ci --no-audit --no-fund && npm run typecheck && npm test && npm run check-dist
 
-test: tidy vet test-web test-go
+# The TypeScript the web Client gets from schemas/ must be what the schema
+# files generate now (run `npm run generate` in schemas/codegen to update it).
+test-schemas:
+	cd schemas/codegen && npm ci --no-audit --no-fund && npm run check
+
+test: tidy vet test-schemas test-web test-go

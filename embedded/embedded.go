@@ -28,7 +28,23 @@ type Options struct {
 	// MaxConsumers is the default per-stream consumer limit; 0 keeps the
 	// server's default, -1 removes it.
 	MaxConsumers int
+	// PingInterval and MaxPingsOut decide how soon the server closes the
+	// connection of a client that stopped answering its pings: a frozen
+	// process (SIGSTOP, a VM pause) keeps its TCP connection, and so every
+	// lease and claim it holds, until then. The server pings a quiet
+	// client every PingInterval and closes it after MaxPingsOut pings
+	// went unanswered, so a frozen client is closed within
+	// PingInterval × (MaxPingsOut+1). Zero keeps 5 s and 2.
+	PingInterval time.Duration
+	MaxPingsOut  int
 }
+
+// The ping settings `holdover dev` runs with, and docs/operations.md
+// recommends for deployments: a frozen client is closed within 1.5 s.
+const (
+	LivenessPingInterval = 500 * time.Millisecond
+	LivenessMaxPingsOut  = 2
+)
 
 // ClusterOptions join a server to a route cluster.
 type ClusterOptions struct {
@@ -59,6 +75,12 @@ func Start(o Options) (*Server, error) {
 		JetStreamMaxMemory: 1 << 30,
 		PingInterval:       5 * time.Second,
 		MaxPingsOut:        2,
+	}
+	if o.PingInterval > 0 {
+		opts.PingInterval = o.PingInterval
+	}
+	if o.MaxPingsOut > 0 {
+		opts.MaxPingsOut = o.MaxPingsOut
 	}
 	if o.Port == 0 {
 		opts.Port = server.RANDOM_PORT

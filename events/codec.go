@@ -77,13 +77,13 @@ func (c codec) decode(data []byte) (Event, error) {
 	}
 	body := newBody()
 	if len(bytes.TrimSpace(e.Data)) == 0 {
-		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event %s has no data", e.Type)
+		return e, holdover.Newf(holdover.CodeBadRequest, "event %s has no data", e.Type)
 	}
 	if err := c.unmarshal(e.Data, body); err != nil {
-		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event %s: %v", e.Type, err)
+		return e, holdover.Newf(holdover.CodeBadRequest, "event %s: %v", e.Type, err)
 	}
 	if err := body.Validate(); err != nil {
-		return Event{}, err
+		return e, err
 	}
 	e.Body = body
 	return e, nil

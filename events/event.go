@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -63,7 +64,9 @@ func Encode(e Event) ([]byte, error) { return fast.encode(e) }
 
 // Decode parses one log message. Malformed JSON, a missing type or an
 // invalid body of a known type is a BAD_REQUEST error; an unknown type
-// decodes to an Event whose Body is nil.
+// decodes to an Event whose Body is nil. With the error of an invalid body
+// comes the envelope as read (Type, At, Data; Body nil), so a reader can
+// say which event failed and look at what it carried.
 //
 // Data keeps the payload as recorded for known types too (the gateway
 // hands it to Clients as is), so a known body is parsed from Data in a
@@ -84,4 +87,25 @@ var bodies = map[Type]func() Body{
 	TypeTurnStart:        func() Body { return &TurnStart{} },
 	TypeTurnEnd:          func() Body { return &TurnEnd{} },
 	TypeStepEnd:          func() Body { return &StepEnd{} },
+}
+
+// Types lists the event types this version decodes, sorted: the ones the
+// schema folder must describe.
+func Types() []Type {
+	out := make([]Type, 0, len(bodies))
+	for t := range bodies {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NewBody returns an empty body of type t, and false for a type this
+// version does not know.
+func NewBody(t Type) (Body, bool) {
+	newBody, ok := bodies[t]
+	if !ok {
+		return nil, false
+	}
+	return newBody(), true
 }

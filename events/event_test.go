@@ -115,7 +115,7 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		{"assistant message without id", `{"type":"assistant/message","data":{"content":[]}}`, []string{"assistant/message", "id is required"}},
 		{"user message without id", `{"type":"user/message","data":{"message":{"role":"user","source":{"kind":"user"}}}}`, []string{"message", "id is required"}},
 		{"user message without role", `{"type":"user/message","data":{"message":{"id":"m","source":{"kind":"user"}}}}`, []string{"message", "role is required"}},
-		{"user message without source", `{"type":"user/message","data":{"message":{"id":"m","role":"user"}}}`, []string{"unknown message source kind"}},
+		{"user message without source", `{"type":"user/message","data":{"message":{"id":"m","role":"user"}}}`, []string{"message has no source"}},
 		{"unknown source kind", `{"type":"user/message","data":{"message":{"id":"m","role":"user","source":{"kind":"robot"}}}}`, []string{`unknown message source kind "robot"`}},
 		{"reply source without callId", `{"type":"agent/inbox/spliced","data":{"message":{"id":"m","role":"user","source":{"kind":"user-question-reply","outcome":"answered"}}}}`, []string{"needs a callId"}},
 		{"reply source with another outcome", `{"type":"user/message","data":{"message":{"id":"m","role":"user","source":{"kind":"user-question-reply","callId":"c","outcome":"dismissed"}}}}`, []string{`outcome "dismissed"`}},
@@ -129,7 +129,20 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := Decode([]byte(tc.input))
 			wantBadRequest(t, err, tc.fragments...)
-			assert.Zero(t, e, "a rejected event decodes to nothing")
+			assert.Nil(t, e.Body, "a rejected event has no body")
+			if _, known := NewBody(e.Type); known {
+				// An invalid body comes back with its envelope, so the
+				// reader can say which event failed.
+				var in struct {
+					Type Type            `json:"type"`
+					Data json.RawMessage `json:"data"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(tc.input), &in))
+				assert.Equal(t, in.Type, e.Type)
+				assert.Equal(t, string(in.Data), string(e.Data))
+			} else {
+				assert.Zero(t, e, "an event that is no event decodes to nothing")
+			}
 		})
 	}
 }

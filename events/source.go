@@ -48,6 +48,9 @@ func SourceKinds() []string {
 
 // Validate checks that the kind is registered and its fields fit it.
 func (s Source) Validate() error {
+	if s.Kind == "" {
+		return holdover.New(holdover.CodeBadRequest, `message has no source: every message names where it came from, {"kind":"user"} for one a person typed`)
+	}
 	check, ok := sourceKinds[s.Kind]
 	if !ok {
 		return holdover.Newf(holdover.CodeBadRequest, "unknown message source kind %q", s.Kind)

@@ -133,32 +133,41 @@ func (c *conn) open(f inFrame) {
 		c.fail(f.ID, holdover.Newf(holdover.CodeNotFound, "service %s has no stream %q", t.svc.Name, t.op))
 		return
 	}
+	c.stream(f.ID, func(ctx context.Context) error {
+		return opener(ctx, t.params, func(data json.RawMessage) {
+			if ctx.Err() == nil {
+				c.send(encodeFrame(streamFrame{Type: typeFrame, ID: f.ID, Data: data}))
+			}
+		})
+	})
+}
+
+// stream runs body as the connection's stream id: it counts toward the
+// open streams, its context ends when the Client closes it or goes, and
+// when body returns by itself the Client gets a close frame, with the
+// error if it failed.
+func (c *conn) stream(id string, body func(ctx context.Context) error) {
 	c.mu.Lock()
-	if err := admit(c.streams, f.ID, c.s.lim.MaxStreams, "stream", "open streams"); err != nil {
+	if err := admit(c.streams, id, c.s.lim.MaxStreams, "stream", "open streams"); err != nil {
 		c.mu.Unlock()
-		c.fail(f.ID, err)
+		c.fail(id, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	c.streams[f.ID] = cancel
+	c.streams[id] = cancel
 	c.mu.Unlock()
 
-	send := func(data json.RawMessage) {
-		if ctx.Err() == nil {
-			c.send(encodeFrame(streamFrame{Type: typeFrame, ID: f.ID, Data: data}))
-		}
-	}
 	run := func() {
-		err := opener(ctx, t.params, send)
+		err := body(ctx)
 		c.mu.Lock()
-		_, mine := c.streams[f.ID]
-		delete(c.streams, f.ID)
+		_, mine := c.streams[id]
+		delete(c.streams, id)
 		c.mu.Unlock()
 		cancel()
 		if !mine {
 			return // the Client closed it, or the connection is gone
 		}
-		frame := closeFrame{Type: typeClose, ID: f.ID}
+		frame := closeFrame{Type: typeClose, ID: id}
 		if err != nil {
 			frame.Error = holdover.Wire(err)
 		}

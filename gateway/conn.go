@@ -188,6 +188,8 @@ func (c *conn) handle(f inFrame) {
 		c.closeStream(f.ID)
 	case typeCall:
 		c.call(f)
+	case typeInbox:
+		c.inbox(f)
 	}
 }
 

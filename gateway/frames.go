@@ -49,6 +49,7 @@ const (
 	typeOpen     = "open"
 	typeClose    = "close"
 	typeCall     = "call"
+	typeInbox    = "inbox"
 )
 
 // The frame types the gateway sends (besides close, shared with Clients).
@@ -62,6 +63,7 @@ const (
 	typeFrame   = "frame"
 	typeResult  = "result"
 	typeError   = "error"
+	typeSummary = "summary"
 )
 
 // inFrame is any frame a Client sends; which fields matter depends on Type.
@@ -121,7 +123,7 @@ func parseFrame(data []byte) (inFrame, error) {
 		err = need(f.Protocol != 0, "a protocol version")
 	case typeWatch:
 		err = errors.Join(need(f.ID != "", "an id"), need(f.Session != "", "a session"))
-	case typeUnwatch, typeDelegate, typeClose:
+	case typeUnwatch, typeDelegate, typeClose, typeInbox:
 		err = need(f.ID != "", "an id")
 	case typeSettle:
 		err = errors.Join(need(f.ID != "", "an id"), need(isObject(f.Value), "a value object"))
@@ -140,7 +142,7 @@ func parseFrame(data []byte) (inFrame, error) {
 // this version knows it, "other" for anything a Client made up.
 func frameLabel(typ string) string {
 	switch typ {
-	case typeHello, typeWatch, typeUnwatch, typeSettle, typeReject, typeDelegate, typeOpen, typeClose, typeCall:
+	case typeHello, typeWatch, typeUnwatch, typeSettle, typeReject, typeDelegate, typeOpen, typeClose, typeCall, typeInbox:
 		return typ
 	}
 	return "other"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/holdover-dev/holdover"
 )
@@ -38,6 +39,9 @@ type Service struct {
 	// Events, when set, follows the Remote Event requests the service
 	// sends to the Clients watching a Session.
 	Events EventSource
+	// Deadlines, when set, tells the Host deadlines of a Session's live
+	// timed waits by call id, for the inbox's time left (display only).
+	Deadlines func(ctx context.Context, sid string) (map[string]time.Time, error)
 }
 
 func (s Service) check() error {

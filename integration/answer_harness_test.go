@@ -10,12 +10,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // answerWorld is one embedded server with the topology, a Session log
@@ -39,11 +40,11 @@ func newAnswerWorldOn(t testing.TB, cfg streams.Config) *answerWorld {
 // worker starts what a question worker runs, each on a connection of its
 // own: the userQuestions service and a projection worker, which writes the
 // Views and the reply reservations' markers (D8).
-func (w *answerWorld) worker() *userquestions.Service {
+func (w *answerWorld) worker() *worker.Service {
 	_, folderJS := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
 	store := projection.NewStore(folderJS, w.env.Topology.Sessions, w.env.Topology.Questions)
 	nc, js := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	svc := userquestions.New(nc, js, w.env.Topology, userquestions.Config{Views: store}, slog.New(slog.DiscardHandler))
+	svc := worker.New(nc, js, w.env.Topology, worker.Config{Views: store}, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
 	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, w.env.Topology.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
@@ -58,9 +59,9 @@ func (w *answerWorld) worker() *userquestions.Service {
 }
 
 // client returns a service client on a connection of its own.
-func (w *answerWorld) client() *userquestions.Client {
+func (w *answerWorld) client() *caller.Client {
 	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	return userquestions.NewClient(nc, 30*time.Second)
+	return newCaller(w.t, nc, caller.Config{CallTimeout: 30 * time.Second})
 }
 
 // inboxOf reads every message queued for Session sid, on its own inbox

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,13 +19,14 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/gateway"
-	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/web"
 )
 
@@ -109,7 +111,7 @@ type browserGateway struct {
 	natsURL  string
 	addr     string
 	nc       *nats.Conn
-	answerer *userquestions.Answerer
+	answerer *answerer.Client
 	cancel   context.CancelFunc
 	served   chan error
 }
@@ -122,13 +124,13 @@ func (g *browserGateway) start() {
 	_, js := embeddedtest.Connect(g.t, g.natsURL)
 	tokens, err := gateway.NewTokens(map[string]gateway.Grant{browserToken: {User: "browser", Sessions: []string{gateway.AllSessions}}})
 	require.NoError(g.t, err)
-	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{Log: quiet})
+	ans, err := answerer.New(nc, answerer.Config{Log: quiet})
 	require.NoError(g.t, err)
 	srv, err := gateway.New(gateway.Config{
 		NATS:      nc,
 		JetStream: js,
 		Tokens:    tokens,
-		Services:  []gateway.Service{gateway.UserQuestions(answerer), gateway.Sessions()},
+		Services:  []gateway.Service{gateway.UserQuestions(ans), gateway.Sessions()},
 		Files:     web.Files(),
 		Logger:    quiet,
 	})
@@ -145,7 +147,7 @@ func (g *browserGateway) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
-	g.nc, g.answerer, g.cancel, g.served = nc, answerer, cancel, served
+	g.nc, g.answerer, g.cancel, g.served = nc, ans, cancel, served
 }
 
 // kill stops the gateway the hard way: its NATS connection drops first
@@ -170,6 +172,11 @@ func (g *browserGateway) pageURL(sid string) string {
 	return fmt.Sprintf("http://%s/?token=%s&session=%s", g.addr, browserToken, sid)
 }
 
+// inboxURL is the inbox: the token and no Session.
+func (g *browserGateway) inboxURL() string {
+	return fmt.Sprintf("http://%s/?token=%s", g.addr, browserToken)
+}
+
 // browserPage is one tab of the web Client.
 type browserPage struct {
 	w    *browserWorld
@@ -184,6 +191,13 @@ type browserPage struct {
 // open opens the Client for Session sid in a new tab. A tab of its own
 // browser context (isolated storage, like a second browser) when isolated.
 func (w *browserWorld) open(sid, name string, isolated bool) *browserPage {
+	w.t.Helper()
+	return w.openURL(w.gw.pageURL(sid), name, isolated)
+}
+
+// openURL opens the page at url in a new tab and waits until it is live;
+// before the page's own scripts, init runs in it (nothing when empty).
+func (w *browserWorld) openURL(url, name string, isolated bool, init ...string) *browserPage {
 	w.t.Helper()
 	var opts []chromedp.ContextOption
 	if isolated {
@@ -203,7 +217,13 @@ func (w *browserWorld) open(sid, name string, isolated bool) *browserPage {
 	}))
 	go p.watchConsole()
 	w.t.Cleanup(p.noExceptions)
-	p.do(chromedp.Navigate(w.gw.pageURL(sid)))
+	for _, src := range init {
+		p.do(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+			return err
+		}))
+	}
+	p.do(chromedp.Navigate(url))
 	p.waitFor("the page to be live", browserLive)
 	return p
 }
@@ -273,6 +293,27 @@ func (p *browserPage) waitFor(what, expr string) {
 	}
 }
 
+// waitAcross is waitFor across a navigation the page is making: while
+// the old document goes and the new one loads, the expression has no
+// context to run in, and it is tried again.
+func (p *browserPage) waitAcross(what, expr string) {
+	p.t.Helper()
+	deadline := time.Now().Add(browserPatience)
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, time.Second)
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`Boolean(`+expr+`)`))
+		cancel()
+		if err == nil && raw {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.shot("timeout")
+			p.t.Fatalf("page %s: waited %s for %s (%s): %v", p.name, browserPatience, what, expr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // click clicks the element like a person: a real mouse event at its centre.
 func (p *browserPage) click(css string) {
 	p.t.Helper()
@@ -332,6 +373,14 @@ func (p *browserPage) releaseSettles() {
 	p.eval(`(window.__release(), true)`, nil)
 }
 
+// num is the integer value of a JavaScript expression.
+func (p *browserPage) num(expr string) int {
+	p.t.Helper()
+	var n int
+	p.eval(`Number(`+expr+`)`, &n)
+	return n
+}
+
 // count is the number of elements at css.
 func (p *browserPage) count(css string) int {
 	p.t.Helper()
@@ -358,4 +407,62 @@ func browserQuery(css string) string {
 func browserString(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q)
+}
+
+// The phone of issue 13 item 6: 390×844 CSS pixels, a touch screen.
+const (
+	phoneWidth  = 390
+	phoneHeight = 844
+	// minTarget is the least height of anything a thumb must hit.
+	minTarget = 44
+)
+
+// phone makes the tab a phone-sized touch screen.
+func (p *browserPage) phone() {
+	p.t.Helper()
+	p.do(chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+}
+
+// fitsPhone checks the page as it stands: nothing scrolls sideways, and
+// every visible control is at least minTarget pixels high (an option's
+// hit target is its whole label; a link inside running Markdown text is
+// exempt, as WCAG 2.5.8 exempts inline targets).
+func (p *browserPage) fitsPhone(state string) {
+	p.t.Helper()
+	var wide struct{ Scroll, Client int }
+	p.eval(`({Scroll: document.documentElement.scrollWidth, Client: document.documentElement.clientWidth})`, &wide)
+	require.LessOrEqual(p.t, wide.Scroll, wide.Client, "%s: the page scrolls sideways at %dpx", state, phoneWidth)
+	var small []string
+	p.eval(`[...document.querySelectorAll("a, button, textarea, .option, input:not([type=radio]):not([type=checkbox])")]
+		.filter((e) => e.offsetParent !== null && !e.closest(".option, .sr-only, .markdown"))
+		.concat([...document.querySelectorAll(".option")].filter((e) => e.offsetParent !== null))
+		.filter((e) => e.getBoundingClientRect().height < `+fmt.Sprint(minTarget)+`)
+		.map((e) => e.outerHTML.slice(0, 120) + " " + Math.round(e.getBoundingClientRect().height) + "px")`, &small)
+	require.Empty(p.t, small, "%s: hit targets under %dpx", state, minTarget)
+}
+
+// axeSource is axe-core's script, from the web Client's pinned dev dependencies (npm ci in web/).
+var axeSource = sync.OnceValues(func() ([]byte, error) { return os.ReadFile("../web/node_modules/axe-core/axe.min.js") })
+
+// accessible runs axe-core in the page and fails on any serious or
+// critical violation (issue 13 item 8).
+func (p *browserPage) accessible(state string) {
+	p.t.Helper()
+	src, err := axeSource()
+	if errors.Is(err, fs.ErrNotExist) && os.Getenv("CI") != "true" {
+		// As with chromium: a developer's machine may lack it, CI (make test runs npm ci first) never.
+		p.t.Logf("%s: axe-core not checked: it is a dev dependency of web/, run npm ci there", state)
+		return
+	}
+	require.NoError(p.t, err, "axe-core is a dev dependency of web/: run npm ci there")
+	p.eval(string(src)+";true", nil)
+	ctx, cancel := context.WithTimeout(p.ctx, browserPatience)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](`axe.run(document, {resultTypes: ["violations"]}).then((r) => r.violations
+		.filter((v) => v.impact === "serious" || v.impact === "critical")
+		.map((v) => v.impact + " " + v.id + ": " + v.help + " — " + v.nodes.map((n) => n.target.join(" ")).join(", ")))`, chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
+	require.NoError(p.t, err, "run axe-core")
+	var violations []string
+	require.NoError(p.t, json.Unmarshal(raw, &violations))
+	require.Empty(p.t, violations, "%s: axe-core finds serious or critical violations", state)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // Fault tests of the late answer's one write (D6, D8): a process is
@@ -132,7 +132,7 @@ func TestFaultFolderKilledBetweenTheMarkerAndTheView(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, equal, "stored %+v, folded %+v", check, folded)
 
-	svc := userquestions.New(w.env.Conn, w.env.JS, w.env.Topology, userquestions.Config{Views: views}, slog.New(slog.DiscardHandler))
+	svc := worker.New(w.env.Conn, w.env.JS, w.env.Topology, worker.Config{Views: views}, slog.New(slog.DiscardHandler))
 	require.NoError(t, svc.Start(context.Background()))
 	t.Cleanup(svc.Stop)
 	res, err := w.client().Answer(context.Background(), holdover.AnswerRequest{Session: "folded", CallID: "call-1", Answers: steertest.Skip(qs)})

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/sessionlog"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // gwWorld is the foreground world (a worker with Host deadlines on a fake
@@ -65,14 +65,14 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 		gwTokenBo:  {User: "bo", Sessions: []string{gateway.AllSessions}},
 	})
 	require.NoError(tb, err)
-	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: fgBound, Log: log})
+	ans, err := answerer.New(nc, answerer.Config{ReleaseBound: fgBound, Log: log})
 	require.NoError(tb, err)
 	_, js := embeddedtest.Connect(tb, natsURL)
 	srv, err := gateway.New(gateway.Config{
 		NATS:      nc,
 		JetStream: js,
 		Tokens:    tokens,
-		Services:  []gateway.Service{gateway.UserQuestions(answerer), gateway.Sessions()},
+		Services:  []gateway.Service{gateway.UserQuestions(ans), gateway.Sessions()},
 		Limits:    limits,
 		Logger:    log,
 	})
@@ -85,7 +85,7 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 	tb.Cleanup(func() {
 		cancel()
 		require.NoError(tb, <-served)
-		answerer.Close()
+		ans.Close()
 	})
 	return srv, "ws://" + ln.Addr().String() + "/ws"
 }
@@ -106,6 +106,7 @@ type gwFrame struct {
 	Data     json.RawMessage `json:"data"`
 	Result   json.RawMessage `json:"result"`
 	Reason   string          `json:"reason"`
+	Sessions json.RawMessage `json:"sessions"`
 	Error    *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`

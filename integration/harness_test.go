@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
@@ -374,4 +375,14 @@ func counterValue(c prometheus.Counter) float64 {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// newCaller returns a caller Client on nc, holding its caller lease, and
+// closes it with the test.
+func newCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Client {
+	t.Helper()
+	c, err := caller.New(context.Background(), nc, cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
 }

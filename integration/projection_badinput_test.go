@@ -28,8 +28,8 @@ func askRecord(callID, text string) logRecord {
 }
 
 // Bad input never stops the projection and never touches another
-// Session: an event that does not decode is passed over (counted under
-// BAD_REQUEST), an unknown type is passed over silently, invalid Session
+// Session: an event that does not decode is passed over (counted as
+// rejected), an unknown type is passed over silently, invalid Session
 // ids and oversized events are refused with BAD_REQUEST before anything
 // is stored, a raw message under a wildcard subject is terminated, and a
 // Session whose View outgrows a KV value fails alone with a logged,
@@ -69,7 +69,12 @@ func TestProjectionPassesOverBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, v.Active, 1)
 	assert.Equal(t, projection.Continued, v.Active[0].Status, "the events after the bad ones were folded")
-	assert.Equal(t, float64(2), errorsWith(holdover.CodeBadRequest), "two events did not decode; the unknown type is not an error")
+	rejected := func(typ string, reason projection.Reason) float64 {
+		return counterValue(workers.metrics.EventsRejected.WithLabelValues(typ, string(reason)))
+	}
+	assert.Equal(t, float64(1), rejected("unknown", projection.ReasonUndecodable), "the event that is not JSON")
+	assert.Equal(t, float64(1), rejected("tool/call", projection.ReasonInvalidBody), "the call without a callId")
+	assert.Equal(t, float64(0), errorsWith(holdover.CodeBadRequest), "rejected events are no failures; the unknown type is neither")
 
 	// Session ids that would be wildcards or invalid tokens are refused.
 	stored := func() uint64 {
@@ -92,7 +97,7 @@ func TestProjectionPassesOverBadInput(t *testing.T) {
 	// subject, which names no Session: the worker terminates it.
 	_, err = env.JS.Publish(ctx, "holdover.session.*.events", []byte(`{"type":"turn/start","data":{"turn":"t"}}`))
 	require.NoError(t, err, "the server stores it")
-	require.Eventually(t, func() bool { return errorsWith(holdover.CodeBadRequest) == 3 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return errorsWith(holdover.CodeBadRequest) == 1 }, 10*time.Second, 10*time.Millisecond,
 		"the worker counts the message it cannot fold")
 	sids, err := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions).Sessions(ctx)
 	require.NoError(t, err)

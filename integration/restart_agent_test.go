@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
@@ -183,10 +184,10 @@ func (w *restartWorld) workingAfterPending() (*fgProc, []events.Event) {
 func (w *restartWorld) watch() *fgRecorder {
 	w.t.Helper()
 	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: userquestions.MinReleaseBound, Log: slog.New(slog.DiscardHandler)})
+	a, err := answerer.New(nc, answerer.Config{ReleaseBound: userquestions.MinReleaseBound, Log: slog.New(slog.DiscardHandler)})
 	require.NoError(w.t, err)
 	w.t.Cleanup(a.Close)
-	rec := &fgRecorder{requests: make(chan *userquestions.Delivery, 10), cancels: make(chan fgCancel, 10)}
+	rec := &fgRecorder{requests: make(chan *answerer.Delivery, 10), cancels: make(chan fgCancel, 10)}
 	watch, err := a.Watch(w.ctx, restartSession, rec)
 	require.NoError(w.t, err)
 	w.t.Cleanup(func() { _ = watch.Close(w.ctx) })

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/liveroot"
@@ -91,7 +92,7 @@ type restartWorld struct {
 	worker            *fgProc
 	store             *projection.Store
 	roots             *liveroot.Registry
-	user              *userquestions.Client
+	user              *caller.Client
 }
 
 // restartSession is the Session every restart test runs.
@@ -122,8 +123,7 @@ func newRestartWorld(t *testing.T, script string) *restartWorld {
 	}, restartPatience, 10*time.Millisecond, "the question worker never served (its log follows)")
 
 	userConn, _ := embeddedtest.Connect(t, env.Server.ClientURL())
-	w.user = userquestions.NewClient(userConn, restartPatience)
-	t.Cleanup(w.user.Close)
+	w.user = newCaller(t, userConn, caller.Config{CallTimeout: restartPatience})
 	return w
 }
 

@@ -2,18 +2,17 @@ package integration
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 var dbQuestions = []holdover.Question{{ID: "db", Question: "Which database?", Options: []holdover.Option{{Label: "Postgres"}, {Label: "SQLite"}}}}
@@ -24,8 +23,8 @@ type settleFirst struct {
 	errs    chan error
 }
 
-func (s settleFirst) Request(d *userquestions.Delivery)    { s.errs <- d.Settle(s.answers) }
-func (settleFirst) Cancel(*userquestions.Delivery, string) {}
+func (s settleFirst) Request(d *answerer.Delivery)    { s.errs <- d.Settle(s.answers) }
+func (settleFirst) Cancel(*answerer.Delivery, string) {}
 
 // A Client answers in time: the tool result is the answers object (M7),
 // the model reads it, and the question settles from its own tool result.
@@ -33,16 +32,10 @@ func TestRuntimeQuestionAnsweredInTime(t *testing.T) {
 	w := newAgentWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 30
 say Using {result}.`)
 	answers := []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}
-	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	answerer, err := userquestions.NewAnswerer(w.env.Conn, userquestions.AnswererConfig{Log: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(answerer.Close)
-	watch, err := answerer.Watch(w.ctx, "s1", client)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	settled := w.answerFirst("s1", answers)
 
 	w.start(w.ctx, "s1", "Set up the service.")
-	require.NoError(t, <-client.errs)
+	require.NoError(t, <-settled)
 	evts := w.AwaitCount("s1", events.TypeTurnEnd, 1)
 
 	result := runtimetest.Last[*events.ToolResult](t, evts)
@@ -112,6 +105,7 @@ func TestRuntimeLateAnswerIsAdmittedAtTheNextStep(t *testing.T) {
 	require.Equal(t, answers, view.Settled[0].Answers)
 	_, err = w.answer("s1", "call_1", answers...)
 	require.NoError(t, err, "a settled call is not answerable, which is no error")
+	w.fitsSchemas("s1")
 }
 
 // A queued late reply that is discarded before admission releases the
@@ -149,6 +143,7 @@ func TestRuntimeDiscardedReplyCanBeAnsweredAgain(t *testing.T) {
 	require.Equal(t, []string{second.MessageID}, admitted)
 	view := w.projected("s1")
 	require.Equal(t, []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}, view.Settled[0].Answers)
+	w.fitsSchemas("s1")
 }
 
 // A child agent's question fails DELEGATED_CALLER; the child's model reads
@@ -203,6 +198,7 @@ on late answer say Late answer {answers} for {callId}.`)
 	view = w.projected("s1")
 	require.Empty(t, view.Active)
 	require.Equal(t, answers, view.Settled[0].Answers)
+	w.fitsSchemas("s1")
 }
 
 // An answer for a Session whose runtime has stopped resumes it in the

@@ -11,10 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
@@ -22,7 +25,7 @@ import (
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // agentPatience bounds every wait for something that must happen; it only
@@ -42,8 +45,8 @@ type agentWorld struct {
 	env               *embeddedtest.Env
 	clock             *clockwork.FakeClock
 	store             *projection.Store
-	worker            *userquestions.Service
-	user              *userquestions.Client
+	worker            *worker.Service
+	user              *caller.Client
 	model             *runtimetest.Spy
 	script            *scripted.Script
 	agents            sync.WaitGroup
@@ -65,15 +68,14 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	quiet := slog.New(slog.DiscardHandler)
 
 	nc, js := embeddedtest.Connect(t, env.Server.ClientURL())
-	w.worker = userquestions.New(nc, js, env.Topology, userquestions.Config{}, quiet)
+	w.worker = worker.New(nc, js, env.Topology, worker.Config{}, quiet)
 	require.NoError(t, w.worker.Start(ctx))
 	t.Cleanup(w.worker.Stop)
 	folder := projection.NewWorker(projection.NewStore(js, env.Topology.Sessions, env.Topology.Questions), inbox.NewReplies(js, env.Topology.Inbox, nil), projection.WorkerConfig{Logger: quiet})
 	w.agents.Go(func() { _ = folder.Run(ctx) })
 
 	userConn, _ := embeddedtest.Connect(t, env.Server.ClientURL())
-	w.user = userquestions.NewClient(userConn, agentPatience)
-	t.Cleanup(w.user.Close)
+	w.user = newCaller(t, userConn, caller.Config{CallTimeout: agentPatience})
 	t.Cleanup(func() { // first: stop the agents before what they use
 		cancel()
 		w.agents.Wait()
@@ -85,8 +87,7 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 func (w *agentWorld) runtime(instance string) *runtime.Runtime {
 	w.t.Helper()
 	nc, _ := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	questions := userquestions.NewClient(nc, agentPatience)
-	w.t.Cleanup(questions.Close)
+	questions := newCaller(w.t, nc, caller.Config{CallTimeout: agentPatience})
 	rt, err := runtime.New(w.ctx, runtime.Config{
 		Conn: nc, Model: w.model, ChildModel: w.script.Child(), Questions: questions,
 		Ask:   askuser.Config{Mode: askuser.ModeTimed},
@@ -132,6 +133,20 @@ func (w *agentWorld) working(sid string) {
 	require.NoError(w.t, w.clock.BlockUntilContext(ctx, 1), "the agent never started its independent work")
 }
 
+// answerFirst makes a Client watching sid settle the first request it
+// sees with answers; the channel gets the outcome of that settle.
+func (w *agentWorld) answerFirst(sid string, answers []holdover.Answer) <-chan error {
+	w.t.Helper()
+	client := settleFirst{answers: answers, errs: make(chan error, 1)}
+	answerer, err := answerer.New(w.env.Conn, answerer.Config{Log: slog.New(slog.DiscardHandler)})
+	require.NoError(w.t, err)
+	w.t.Cleanup(answerer.Close)
+	watch, err := answerer.Watch(w.ctx, sid, client)
+	require.NoError(w.t, err)
+	w.t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	return client.errs
+}
+
 // answer sends a late answer as the user's Client does (D6).
 func (w *agentWorld) answer(sid, callID string, answers ...holdover.Answer) (holdover.AnswerResult, error) {
 	return w.user.Answer(w.ctx, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers})
@@ -149,6 +164,20 @@ func (w *agentWorld) projected(sid string) projection.View {
 		return err == nil && equal
 	}, agentPatience, 5*time.Millisecond, "the projection of %s never equalled the fold of its log:\nstored %+v\nfolded %+v", sid, stored, folded)
 	return stored
+}
+
+// fitsSchemas checks that every event the Go runtime recorded in sid fits
+// the protocol's schemas and reaches the fold (issue 8): what Holdover
+// writes is what it tells other runtimes to write.
+func (w *agentWorld) fitsSchemas(sid string) {
+	w.t.Helper()
+	log, err := sessionlog.New(w.env.JS, w.env.Topology.Sessions).ReadStored(w.ctx, sid, 0)
+	require.NoError(w.t, err)
+	require.NotEmpty(w.t, log)
+	report, err := logcheck.Check(log)
+	require.NoError(w.t, err)
+	require.Empty(w.t, report.Problems, "session %s", sid)
+	require.Empty(w.t, report.Unread, "the runtime records only types Holdover reads")
 }
 
 // lateReplies returns the late answers a request showed the model: user

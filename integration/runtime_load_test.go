@@ -14,6 +14,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
@@ -22,7 +23,7 @@ import (
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // BenchmarkRuntimeSessions runs many Sessions in one runtime process, each
@@ -51,7 +52,7 @@ func runSessions(b *testing.B, n int) {
 	env := embeddedtest.Start(b, streams.Config{Memory: true})
 	quiet := slog.New(slog.DiscardHandler)
 	workerConn, workerJS := embeddedtest.Connect(b, env.Server.ClientURL())
-	worker := userquestions.New(workerConn, workerJS, env.Topology, userquestions.Config{}, quiet)
+	worker := worker.New(workerConn, workerJS, env.Topology, worker.Config{}, quiet)
 	require.NoError(b, worker.Start(ctx))
 	defer worker.Stop()
 	store := projection.NewStore(workerJS, env.Topology.Sessions, env.Topology.Questions)
@@ -71,8 +72,7 @@ on late answer say Got {answers}.`)
 	require.NoError(b, err)
 	defer rt.Close()
 	userConn, _ := embeddedtest.Connect(b, env.Server.ClientURL())
-	user := userquestions.NewClient(userConn, time.Minute)
-	defer user.Close()
+	user := newCaller(b, userConn, caller.Config{CallTimeout: time.Minute})
 	log := sessionlog.New(env.JS, env.Topology.Sessions)
 
 	b.ResetTimer()

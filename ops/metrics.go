@@ -37,6 +37,9 @@ type Metrics struct {
 	// Errors counts failures and passed-over input by component and stable
 	// error code.
 	Errors *prometheus.CounterVec
+	// EventsRejected counts Session events the question fold could not use,
+	// by event type (known types, else "unknown") and reason.
+	EventsRejected *prometheus.CounterVec
 }
 
 // NewMetrics returns the process's collectors on a fresh registry that
@@ -53,6 +56,7 @@ func NewMetrics() *Metrics {
 	m.ReservationMarkers = projection.CounterVec("reservation_markers_total", "Markers written on late-reply subjects after the Session log released a reply or restored a released one (D8).", "marker")
 	m.KVConflicts = all.CounterVec("kv_write_conflicts_total", "KV compare-and-set writes that lost to a concurrent writer.", "bucket")
 	m.Errors = all.CounterVec("errors_total", "Failures and passed-over input, by component and stable error code.", "component", "code")
+	m.EventsRejected = all.CounterVec("events_rejected_total", "Session events the question fold could not use, by event type and reason (undecodable, invalid_body, tool_schema_key).", "type", "reason")
 	return m
 }
 

@@ -9,14 +9,6 @@ import (
 	"github.com/holdover-dev/holdover/events"
 )
 
-// maxTimeoutSeconds is the largest timeout a timed call may ask for: the
-// foreground wait is bounded at 2147483647 ms (W1), so whole seconds stop
-// at 2147483 (M2).
-const maxTimeoutSeconds = 2147483
-
-// blockingTimeout is the timed-schema timeout that asks without a deadline (M3).
-const blockingTimeout = -1
-
 // New returns the View of a Session with no events: no calls, not timed.
 func New() View { return View{Active: []Call{}, Settled: []Settled{}} }
 
@@ -147,7 +139,7 @@ func (v *View) trackAsk(c Call, raw json.RawMessage) {
 		return
 	}
 	c.Questions = args.Questions
-	c.Blocking = args.Timeout != nil && *args.Timeout == blockingTimeout
+	c.Blocking = args.Timeout != nil && *args.Timeout == holdover.BlockingTimeout
 	v.track(c)
 }
 
@@ -267,7 +259,7 @@ func parseArgs(raw json.RawMessage) (holdover.ToolArgs, bool) {
 	if json.Unmarshal(raw, &args) != nil || holdover.ValidateQuestions(args.Questions) != nil {
 		return holdover.ToolArgs{}, false
 	}
-	if t := args.Timeout; t != nil && *t != blockingTimeout && (*t < 1 || *t > maxTimeoutSeconds) {
+	if t := args.Timeout; t != nil && !holdover.ValidTimeoutSeconds(*t) {
 		return holdover.ToolArgs{}, false
 	}
 	return args, true

@@ -108,6 +108,8 @@ type Worker struct {
 	metrics *ops.Metrics
 	cache   *sessionCache[entry]
 	running atomic.Bool
+	// rejected reports the events the fold could not use (reject.go).
+	rejected rejectionReport
 
 	folded, catchUps, conflicts prometheus.Counter
 	lag                         prometheus.Observer
@@ -127,6 +129,7 @@ func NewWorker(store *Store, replies *inbox.Replies, cfg WorkerConfig) *Worker {
 		log:       cfg.Logger.With("component", "projection", "consumer", cfg.Durable),
 		metrics:   m,
 		cache:     newSessionCache[entry](cfg.CacheSize),
+		rejected:  rejectionReport{log: cfg.Logger.With("component", "projection", "consumer", cfg.Durable), counter: m.EventsRejected},
 		folded:    m.EventsFolded.WithLabelValues(cfg.Durable),
 		catchUps:  m.CatchUps.WithLabelValues(cfg.Durable),
 		conflicts: m.KVConflicts.WithLabelValues(streams.QuestionsBucket),
@@ -232,6 +235,9 @@ type delivery struct {
 	stored  time.Time
 	// attempt counts deliveries of this event, 1 the first time.
 	attempt uint64
+	// rejection says why the fold cannot use the event, if it cannot; it
+	// is reported when the delivery is acknowledged, so once per event.
+	rejection *Rejection
 }
 
 // foldBatch groups a batch by Session and folds each group with one write.
@@ -267,10 +273,11 @@ func (w *Worker) foldBatch(ctx context.Context, batch []jetstream.Msg) {
 	wg.Wait()
 }
 
-// receive decodes a delivered message. An event that does not decode is
-// logged, counted by its code and kept as a blank, so its Session moves
-// past it (the log keeps it for a later version to read). A message that
-// names no valid Session cannot be folded anywhere and is terminated.
+// receive decodes a delivered message. An event the fold cannot use is
+// noted for reporting (Reject); one that does not decode is kept as a
+// blank, so its Session moves past it (the log keeps it for a later
+// version to read). A message that names no valid Session cannot be
+// folded anywhere and is terminated.
 func (w *Worker) receive(m jetstream.Msg) (string, delivery, bool) {
 	sid, ok := streams.SessionFromSubject(m.Subject())
 	if !ok || streams.CheckSession(sid) != nil {
@@ -283,14 +290,17 @@ func (w *Worker) receive(m jetstream.Msg) (string, delivery, bool) {
 		return "", delivery{}, false
 	}
 	e, err := events.Decode(m.Data())
-	if err != nil {
-		w.log.Warn("passing over an event that does not decode", "session", sid, "seq", meta.Sequence.Stream, "code", holdover.CodeOf(err), ops.Err(err))
-		w.metrics.Error("projection", err)
-		e = events.Event{}
-	}
 	e.Seq = meta.Sequence.Stream
-	prev, hasPrev := sessionlog.Prev(m.Headers())
-	return sid, delivery{msg: m, event: e, prev: prev, hasPrev: hasPrev, stored: meta.Timestamp, attempt: meta.NumDelivered}, true
+	d := delivery{msg: m, stored: meta.Timestamp, attempt: meta.NumDelivered}
+	if r, rejected := Reject(e, err); rejected {
+		d.rejection = &r
+	}
+	if err != nil {
+		e = events.Event{Seq: e.Seq}
+	}
+	d.event = e
+	d.prev, d.hasPrev = sessionlog.Prev(m.Headers())
+	return sid, d, true
 }
 
 func (w *Worker) terminate(m jetstream.Msg, err error) {
@@ -326,7 +336,7 @@ func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
 		}
 		if err == nil {
 			w.cache.put(sid, cur)
-			w.acknowledge(ds, from, n)
+			w.acknowledge(sid, ds, from, n)
 			return
 		}
 		// The View was folded in place; it no longer matches the bucket.
@@ -398,9 +408,10 @@ func (w *Worker) advance(ctx context.Context, sid string, v *View, ds []delivery
 	return n, nil
 }
 
-// acknowledge acks every delivery once its fold is written and records
-// the lag of those this write folded (seq past from).
-func (w *Worker) acknowledge(ds []delivery, from uint64, folded int) {
+// acknowledge acks every delivery of Session sid once its fold is
+// written, records the lag of those this write folded (seq past from) and
+// reports the rejected ones.
+func (w *Worker) acknowledge(sid string, ds []delivery, from uint64, folded int) {
 	w.folded.Add(float64(folded))
 	now := time.Now()
 	for _, d := range ds {
@@ -408,5 +419,8 @@ func (w *Worker) acknowledge(ds []delivery, from uint64, folded int) {
 			w.lag.Observe(now.Sub(d.stored).Seconds())
 		}
 		_ = d.msg.Ack()
+		if d.rejection != nil {
+			w.rejected.report(sid, *d.rejection)
+		}
 	}
 }

@@ -80,13 +80,59 @@ func (l *Log) Last(ctx context.Context, sid string) (uint64, error) {
 // time of the call, in order. An event that no longer decodes is returned
 // with its error in bad, never silently dropped.
 func (l *Log) Read(ctx context.Context, sid string, after uint64) (evts []events.Event, bad []BadEvent, err error) {
-	subject, err := streams.EventsSubject(sid)
+	err = l.each(ctx, sid, after, func(m jetstream.Msg) {
+		e, seq, derr := DecodeMsg(m)
+		if derr != nil {
+			bad = append(bad, BadEvent{Seq: seq, Err: derr})
+		} else {
+			evts = append(evts, e)
+		}
+	})
 	if err != nil {
 		return nil, nil, err
 	}
+	return evts, bad, nil
+}
+
+// Stored is one message of a Session log as it is stored, not decoded.
+type Stored struct {
+	Seq uint64
+	// Prev is the Holdover-Prev-Seq header, when the message carries one
+	// that parses (HasPrev).
+	Prev    uint64
+	HasPrev bool
+	Data    []byte
+}
+
+// ReadStored returns sid's messages after seq `after`, up to its last at
+// the time of the call, in order and as stored: for tools that check what
+// a writer recorded rather than what a reader makes of it.
+func (l *Log) ReadStored(ctx context.Context, sid string, after uint64) ([]Stored, error) {
+	var out []Stored
+	err := l.each(ctx, sid, after, func(m jetstream.Msg) {
+		s := Stored{Data: m.Data()}
+		if meta, err := m.Metadata(); err == nil {
+			s.Seq = meta.Sequence.Stream
+		}
+		s.Prev, s.HasPrev = Prev(m.Headers())
+		out = append(out, s)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// each hands fn sid's messages after seq `after`, up to its last message
+// at the time of the call, in order.
+func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(jetstream.Msg)) error {
+	subject, err := streams.EventsSubject(sid)
+	if err != nil {
+		return err
+	}
 	last, err := l.Last(ctx, sid)
 	if err != nil || last <= after {
-		return nil, nil, err
+		return err
 	}
 	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{subject},
@@ -99,7 +145,7 @@ func (l *Log) Read(ctx context.Context, sid string, after uint64) (evts []events
 		MaxResetAttempts: 3,
 	})
 	if err != nil {
-		return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
+		return holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
 	}
 	for retries := 0; ; {
 		n := 0
@@ -107,32 +153,27 @@ func (l *Log) Read(ctx context.Context, sid string, after uint64) (evts []events
 		if err == nil {
 			for m := range batch.Messages() {
 				n++
-				e, seq, derr := DecodeMsg(m)
-				if derr != nil {
-					bad = append(bad, BadEvent{Seq: seq, Err: derr})
-				} else {
-					evts = append(evts, e)
-				}
-				if seq >= last {
-					return evts, bad, nil
+				fn(m)
+				if meta, merr := m.Metadata(); merr == nil && meta.Sequence.Stream >= last {
+					return nil
 				}
 			}
 			err = batch.Error()
 		}
 		switch {
 		case err == nil && n == 0:
-			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: no event arrived before seq %d", sid, last)
+			return holdover.Newf(holdover.CodeInternal, "read session %s: no event arrived before seq %d", sid, last)
 		case err == nil:
 			continue
 		case !transient(err) || retries == maxFetchRetries:
-			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
+			return holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
 		}
 		// The next Fetch recreates the consumer after the last event read.
 		retries++
 		select {
 		case <-time.After(fetchRetryDelay << retries):
 		case <-ctx.Done():
-			return nil, nil, holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, context.Cause(ctx))
+			return holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, context.Cause(ctx))
 		}
 	}
 }

@@ -83,3 +83,36 @@ func TestReadReportsUndecodableEvents(t *testing.T) {
 	require.Len(t, got, 1)
 	require.False(t, got[0].Known(), "an unknown type is kept and passed over")
 }
+
+// ReadStored returns what writers stored, headers and all, whether or not
+// it decodes, and only the Session's own messages.
+func TestReadStoredReturnsMessagesAsStored(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	ctx := context.Background()
+	first, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+	_, err = log.Append(ctx, "other", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+	subj, _ := streams.EventsSubject("s")
+	raw, err := env.JS.Publish(ctx, subj, []byte("{not json")) // a raw publisher: no Holdover-Prev-Seq
+	require.NoError(t, err)
+
+	got, err := log.ReadStored(ctx, "s", 0)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, first, got[0].Seq)
+	require.True(t, got[0].HasPrev)
+	require.Equal(t, uint64(0), got[0].Prev)
+	require.Contains(t, string(got[0].Data), `"turn/start"`)
+	require.Equal(t, raw.Sequence, got[1].Seq)
+	require.False(t, got[1].HasPrev)
+	require.Equal(t, "{not json", string(got[1].Data))
+
+	after, err := log.ReadStored(ctx, "s", first)
+	require.NoError(t, err)
+	require.Len(t, after, 1)
+	none, err := log.ReadStored(ctx, "nobody", 0)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}

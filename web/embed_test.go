@@ -12,7 +12,7 @@ import (
 // The embedded Client is complete: the page and the two files it loads.
 func TestFilesHoldTheBuiltClient(t *testing.T) {
 	files := Files()
-	for _, name := range []string{"index.html", "app.js", "app.css"} {
+	for _, name := range []string{"index.html", "app.js", "app.css", "icon.svg", "icon-1.svg", "icon-9plus.svg"} {
 		info, err := fs.Stat(files, name)
 		if err != nil {
 			t.Fatalf("embedded Client lacks %s: %v", name, err)
@@ -25,7 +25,7 @@ func TestFilesHoldTheBuiltClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ref := range []string{`src="app.js"`, `href="app.css"`} {
+	for _, ref := range []string{`src="app.js"`, `href="app.css"`, `href="icon.svg"`} {
 		if !strings.Contains(string(page), ref) {
 			t.Errorf("index.html does not load %s", ref)
 		}

@@ -1,16 +1,17 @@
 package main
 
+import _ "embed"
+
 // demoSession is the Session the demo agent of `holdover dev` serves.
 const demoSession = "demo"
 
 // demoPrompt starts the demo Session.
 const demoPrompt = "Set up the storage layer of the new service."
 
-// demoScript is the demo agent's scripted model: it asks a timed question,
-// works on what does not depend on the answer, and reacts to a late answer.
-const demoScript = `# The demo agent of holdover dev.
-ask db "Which database should the new service use?" options "PostgreSQL (Recommended)",SQLite header Database and region "Where should it run?" options eu,us timeout 30
-work 3 steps of 2s
-say The question is still open. Meanwhile I wrote the parts that do not depend on the database.
-on late answer say Thanks: you answered {answers} for {callId}. Wiring up the storage layer with it now.
-`
+// demoScript is the demo agent's scripted model: it asks a timed question
+// and says what happened — answered in time, or pending while it works on
+// what does not depend on the answer, and then a late answer. The browser
+// tests play the same file (integration/browser_demo_test.go).
+//
+//go:embed demo.script
+var demoScript string

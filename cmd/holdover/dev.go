@@ -14,6 +14,7 @@ import (
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/cmd/internal/agentproc"
 	"github.com/holdover-dev/holdover/cmd/internal/gatewayproc"
+	"github.com/holdover-dev/holdover/cmd/internal/notifyproc"
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/gateway"
@@ -33,6 +34,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		listen      string
 		noDemo      bool
 		logCfg      ops.LogConfig
+		notifyCfg   notifyproc.Config
 	)
 	fs := newFlags("dev", "", devSummary, stderr)
 	fs.StringVar(&data, "data", ".holdover", "folder for JetStream files; kept across runs")
@@ -40,6 +42,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&metricsAddr, "metrics-addr", questionworker.DefaultMetricsAddr, "address of /metrics and /healthz")
 	fs.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the gateway: the web UI and its WebSocket")
 	fs.BoolVar(&noDemo, "no-demo", false, "do not run the demo agent (Session "+demoSession+")")
+	notifyCfg.RegisterWebhookFlags(fs, "webhook-format")
 	logCfg.RegisterFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -56,7 +59,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Port: natsPort, Name: "holdover-dev"})
+	srv, err := embedded.Start(embedded.Options{StoreDir: dir, Port: natsPort, Name: "holdover-dev",
+		PingInterval: embedded.LivenessPingInterval, MaxPingsOut: embedded.LivenessMaxPingsOut})
 	if err != nil {
 		return fmt.Errorf("start NATS on 127.0.0.1:%d: %w", natsPort, err)
 	}
@@ -69,7 +73,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer nc.Close()
 
 	// Components start in order; each may rely on the ones before it.
-	components, err := questionworker.Components(ctx, nc, js, questionworker.Config{MetricsAddr: metricsAddr, Logger: logger})
+	metrics := ops.NewMetrics()
+	components, err := questionworker.Components(ctx, nc, js, questionworker.Config{MetricsAddr: metricsAddr, Metrics: metrics, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -91,6 +96,19 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("gateway: %w", err)
 	}
 	components = append(components, gatewayproc.Component(gwConn, gwJS, gatewayproc.Config{Listener: ln, Tokens: tokens, Logger: logger}))
+	notifying := "off (--webhook URL turns it on)"
+	if len(notifyCfg.Webhooks) > 0 {
+		// The link carries this run's token, so a click opens the card;
+		// the gateway listens on loopback only.
+		notifyCfg.WebURL = fmt.Sprintf("http://%s/?token=%s", ln.Addr(), token)
+		notifyCfg.Notify.Metrics, notifyCfg.Notify.Logger = metrics, logger
+		notifier, err := notifyproc.Component(ctx, js, notifyCfg)
+		if err != nil {
+			return err
+		}
+		components = append(components, notifier)
+		notifying = fmt.Sprintf("%d webhook(s), %s bodies", len(notifyCfg.Webhooks), notifyCfg.Format)
+	}
 	if !noDemo {
 		agentConn, _, err := ops.NATSConfig{URL: url}.Connect("holdover-dev-agent", logger)
 		if err != nil {
@@ -111,6 +129,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
   web UI   http://%s/?token=%s&session=%s
   NATS     %s  (JetStream files in %s)
   metrics  http://%s/metrics   health  http://%s/healthz
+  notify   %s
 
 The demo agent asks a timed question in Session %q, keeps working when it
 times out, and takes the late answer. Answer it in the web UI, or with
@@ -123,7 +142,7 @@ or with this binary:
   holdover inspect --nats %s <session-id>
 
 Ctrl-C stops.
-`, ln.Addr(), token, demoSession, url, dir, metricsAddr, metricsAddr, demoSession, ln.Addr(), token, demoSession,
+`, ln.Addr(), token, demoSession, url, dir, metricsAddr, metricsAddr, notifying, demoSession, ln.Addr(), token, demoSession,
 		url, streams.QuestionsBucket, url, url)
 	return ops.Run(ctx, logger, components...)
 }

@@ -10,8 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -29,11 +31,12 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError{"inspect takes one Session id (flags go before it)"}
 	}
 	sid := fs.Arg(0)
-	store, closeStore, err := openStore(natsCfg)
+	op, err := openOperator(natsCfg)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer op.close()
+	store := op.store
 
 	stored, folded, equal, err := store.Check(ctx, sid)
 	if err != nil {
@@ -46,11 +49,34 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	out := indent(stored)
 	fmt.Fprintln(stdout, out)
+	if err := printRejected(ctx, op, sid, stderr); err != nil {
+		return err
+	}
 	if equal {
 		fmt.Fprintf(stderr, "ok: the projection equals the fold of session %s's log (last seq %d)\n", sid, folded.LastSeq)
 		return nil
 	}
 	return fmt.Errorf("the stored projection of session %s differs from the fold of its log\n%s", sid, difference(stored, folded, out))
+}
+
+// printRejected lists the events of Session sid the question fold passes
+// over or reads differently from what their writer meant.
+func printRejected(ctx context.Context, op operator, sid string, stderr io.Writer) error {
+	log, err := op.log.ReadStored(ctx, sid, 0)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, m := range log {
+		if r, rejected := logcheck.Rejected(m); rejected {
+			fmt.Fprintf(stderr, "rejected: %s\n", r)
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(stderr, "%d events of session %s were rejected; `holdover check %s` lists every problem of its log\n", n, sid, sid)
+	}
+	return nil
 }
 
 // difference explains how a stored View departs from the fold of its log.
@@ -97,33 +123,41 @@ func runRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("rebuild takes no arguments, got %q", fs.Args())}
 	}
-	store, closeStore, err := openStore(natsCfg)
+	op, err := openOperator(natsCfg)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	stats, err := store.Rebuild(ctx)
+	defer op.close()
+	stats, err := op.store.Rebuild(ctx)
 	fmt.Fprintf(stdout, "refolded %d sessions (%d events); repaired %d projections\n", stats.Sessions, stats.Events, stats.Repaired)
 	return err
 }
 
-// openStore connects to NATS and opens the projection store over the
-// existing topology. Operator commands never provision: they must not
-// change a deployment's configuration by reading it.
-func openStore(natsCfg ops.NATSConfig) (*projection.Store, func(), error) {
+// operator is what the operator commands read through: the projection
+// store and the Session logs of an existing topology.
+type operator struct {
+	store *projection.Store
+	log   *sessionlog.Log
+	close func()
+}
+
+// openOperator connects to NATS and opens the existing topology. Operator
+// commands never provision: they must not change a deployment's
+// configuration by reading it.
+func openOperator(natsCfg ops.NATSConfig) (operator, error) {
 	logger := slog.New(slog.DiscardHandler)
 	nc, js, err := natsCfg.Connect("holdover-cli", logger)
 	if err != nil {
-		return nil, nil, err
+		return operator{}, err
 	}
 	ctx := context.Background()
 	sessions, err := js.Stream(ctx, streams.SessionsStream)
 	if err == nil {
 		var kv jetstream.KeyValue
 		if kv, err = js.KeyValue(ctx, streams.QuestionsBucket); err == nil {
-			return projection.NewStore(js, sessions, kv), nc.Close, nil
+			return operator{store: projection.NewStore(js, sessions, kv), log: sessionlog.New(js, sessions), close: nc.Close}, nil
 		}
 	}
 	nc.Close()
-	return nil, nil, fmt.Errorf("no Holdover topology at %s (start `holdover dev` or question-worker first): %w", natsCfg.URL, err)
+	return operator{}, fmt.Errorf("no Holdover topology at %s (start `holdover dev` or question-worker first): %w", natsCfg.URL, err)
 }

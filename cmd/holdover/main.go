@@ -5,7 +5,9 @@
 //	holdover dev                    # the whole system in one process, data in ./.holdover
 //	holdover agent --session s1     # an agent runtime against NATS (scripted or OpenAI-compatible model)
 //	holdover answer <session-id>    # a terminal Client: list, claim and answer questions
+//	holdover notify --webhook URL   # post each new and each pending question to webhooks
 //	holdover inspect <session-id>   # a Session's projection, checked against its log
+//	holdover check <session-id>     # every event of a Session's log, checked against the schemas
 //	holdover rebuild                # refold every Session's projection
 package main
 
@@ -36,13 +38,15 @@ const (
 var commands = map[string]command{
 	"agent":   {agentSummary, runAgent},
 	"answer":  {answerSummary, runAnswer},
+	"check":   {checkSummary, runCheck},
 	"dev":     {devSummary, runDev},
 	"inspect": {inspectSummary, runInspect},
+	"notify":  {notifySummary, runNotify},
 	"rebuild": {rebuildSummary, runRebuild},
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "agent", "answer", "inspect", "rebuild"}
+var commandOrder = []string{"dev", "agent", "answer", "notify", "inspect", "check", "rebuild"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

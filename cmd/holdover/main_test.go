@@ -6,10 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -49,6 +52,19 @@ func startDev(t *testing.T, extra ...string) string {
 	return ""
 }
 
+// devTopology connects to a running dev server and opens the SESSIONS
+// stream and the userQuestions bucket.
+func devTopology(t *testing.T, url string) (jetstream.JetStream, jetstream.Stream, jetstream.KeyValue) {
+	t.Helper()
+	_, js := embeddedtest.Connect(t, url)
+	ctx := context.Background()
+	sessions, err := js.Stream(ctx, streams.SessionsStream)
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
+	require.NoError(t, err)
+	return js, sessions, kv
+}
+
 func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
@@ -60,12 +76,9 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // tampered value with exit 1, and rebuild repairs it.
 func TestDevInspectRebuild(t *testing.T) {
 	url := startDev(t, "--no-demo")
-	_, js := embeddedtest.Connect(t, url)
+	js, sessions, kv := devTopology(t, url)
 	ctx := context.Background()
-	sessions, err := js.Stream(ctx, streams.SessionsStream)
-	require.NoError(t, err)
-	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
-	require.NoError(t, err)
+	var err error
 
 	log := sessionlog.New(js, sessions)
 	args, _ := json.Marshal(holdover.ToolArgs{Questions: []holdover.Question{{ID: "q", Question: "Ship it?"}}, Timeout: new(int64(30))})
@@ -99,6 +112,62 @@ func TestDevInspectRebuild(t *testing.T) {
 	assert.Equal(t, "refolded 1 sessions (2 events); repaired 1 projections\n", stdout)
 	code, _, _ = cli(t, "inspect", "--nats", url, "inspected")
 	assert.Equal(t, 0, code)
+}
+
+// Issue 8: check lists every problem of a Session's log and exits 1;
+// inspect shows the events the fold rejected next to the View.
+func TestCheckAndInspectShowWhatTheFoldRejects(t *testing.T) {
+	url := startDev(t, "--no-demo")
+	js, sessions, kv := devTopology(t, url)
+	ctx := context.Background()
+	var err error
+
+	// A runtime that declared its tool the way its model API does.
+	var last uint64
+	for _, raw := range []string{
+		`{"type":"request/header","at":"2026-12-03T10:00:00Z","data":{"tools":[{"name":"ask_user_question","parameters":{"type":"object","properties":{"timeout":{"type":"integer"}}}}]}}`,
+		`{"type":"tool/call","at":"2026-12-03T10:00:01Z","data":{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ship it?"}],"timeout":30}}}`,
+		`{"type":"user/message","at":"2026-12-03T10:00:02Z","data":{"message":{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}]}}}`,
+	} {
+		msg := nats.NewMsg("holdover.session.raw.events")
+		msg.Data = []byte(raw)
+		msg.Header.Set(sessionlog.PrevHeader, strconv.FormatUint(last, 10))
+		ack, err := js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(last))
+		require.NoError(t, err)
+		last = ack.Sequence
+	}
+	projectiontest.Folded(t, kv, "raw", last)
+
+	code, stdout, stderr := cli(t, "check", "--nats", url, "raw")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stdout, `request/header: the question fold passes over it (tool_schema_key): tool 1 declares ask_user_question with its input schema under "parameters"`)
+	assert.Contains(t, stdout, `request/header: /data/tools/0: additional properties 'parameters' not allowed`)
+	assert.Contains(t, stdout, `user/message: the question fold passes over it (invalid_body): message has no source`)
+	assert.Contains(t, stdout, `user/message: /data/message: missing property 'source'`)
+	assert.NotContains(t, stdout, "tool/call", "the call itself is well formed")
+	assert.Contains(t, stderr, "2 of session raw's 3 events have problems")
+
+	code, stdout, stderr = cli(t, "inspect", "--nats", url, "raw")
+	assert.Equal(t, 0, code, "the projection is right: the fold of a log with rejected events")
+	assert.Contains(t, stdout, `"timed": false`)
+	assert.Contains(t, stderr, "(tool_schema_key)")
+	assert.Contains(t, stderr, "2 events of session raw were rejected; `holdover check raw` lists every problem of its log")
+
+	// What Holdover's own writer records fits its schemas.
+	log := sessionlog.New(js, sessions)
+	_, err = log.Append(ctx, "written", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+	code, stdout, stderr = cli(t, "check", "--nats", url, "written")
+	assert.Equal(t, 0, code, stderr)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "ok: all 1 events of session written fit the schemas")
+
+	code, _, stderr = cli(t, "check", "--nats", url, "nobody")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "session nobody has no events")
+	code, _, stderr = cli(t, "check", "--nats", url, "a.b")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `session id "a.b" may hold only`)
 }
 
 func TestCommandLineErrors(t *testing.T) {
@@ -139,4 +208,8 @@ func TestDevRunsTheDemoAgent(t *testing.T) {
 	require.Len(t, qs, 2)
 	require.Equal(t, "db", qs[0].ID)
 	require.Equal(t, "PostgreSQL (Recommended)", qs[0].Options[0].Label)
+
+	// Everything the Go runtime recorded fits the protocol's schemas.
+	code, stdout, stderr := cli(t, "check", "--nats", url, demoSession)
+	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
 }

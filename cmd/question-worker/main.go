@@ -32,7 +32,7 @@ func main() {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", questionworker.DefaultMetricsAddr, "address of /metrics and /healthz")
 	fs.IntVar(&cfg.Streams.Replicas, "replicas", 1, "replicas per stream and bucket (3 on a cluster)")
 	fs.BoolVar(&cfg.Streams.Memory, "memory", false, "keep streams and buckets in memory (tests and demos only)")
-	fs.DurationVar(&cfg.Service.Foreground.ReleaseBound, "release-bound", userquestions.DefaultReleaseBound,
+	fs.DurationVar(&cfg.Service.ReleaseBound, "release-bound", userquestions.DefaultReleaseBound,
 		"how long after a Client, agent or worker disappears its claims and waits are released (at least 1s)")
 	_ = fs.Parse(os.Args[1:])
 

@@ -16,7 +16,7 @@ import (
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // Config configures a question worker.
@@ -26,7 +26,11 @@ type Config struct {
 	// Streams says how the topology is stored when it is provisioned.
 	Streams streams.Config
 	// Service configures the userQuestions service (waits, claims, late answers).
-	Service userquestions.Config
+	Service worker.Config
+	// Metrics is the process's registry, which /metrics serves; nil makes
+	// one. A process that runs more beside the worker (`holdover dev`)
+	// passes its own, so one endpoint shows everything.
+	Metrics *ops.Metrics
 	Logger  *slog.Logger
 }
 
@@ -41,16 +45,19 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 	if err != nil {
 		return nil, err
 	}
-	metrics := ops.NewMetrics()
+	metrics := cfg.Metrics
+	if metrics == nil {
+		metrics = ops.NewMetrics()
+	}
 	store := projection.NewStore(js, topo.Sessions, topo.Questions)
-	worker := projection.NewWorker(store, inbox.NewReplies(js, topo.Inbox, store), projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
+	projector := projection.NewWorker(store, inbox.NewReplies(js, topo.Inbox, store), projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
 	svcCfg := cfg.Service
 	svcCfg.Metrics = metrics
 	svcCfg.Views = store
-	svc := userquestions.New(nc, js, topo, svcCfg, cfg.Logger.With("component", "userQuestions"))
+	svc := worker.New(nc, js, topo, svcCfg, cfg.Logger.With("component", "userQuestions"))
 	return []ops.Component{
 		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc)), cfg.Logger),
-		{Name: "projection", Run: worker.Run},
+		{Name: "projection", Run: projector.Run},
 		{Name: "userQuestions", Run: func(ctx context.Context) error {
 			if err := svc.Start(ctx); err != nil {
 				return err

@@ -5,7 +5,7 @@
 //
 //	faultproc worker  -nats URL [-bound 1s]
 //	faultproc folder  -nats URL [-ackwait 30s]
-//	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N]
+//	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N] [-timeout 1h] [-report]
 //	faultproc server  -store DIR
 //	faultproc claimer -nats URL -session S [-bound 1s] [-claims N] [-timed N -instance I -epoch E]
 //
@@ -17,11 +17,15 @@
 // requests; with -timed it also sends the calls, as an agent would, so a
 // whole load runs in one process. Each prints "ready" on stdout (the
 // server adds its URL) once it serves, has sent every call or holds every
-// claim, and then runs until it is killed.
+// claim, and then runs until it is killed. An agent with -report prints
+// "outcome <call id> <pending|answered|error code> <ms since sent>" for
+// each call as it ends (the freeze tests stop and continue it); without,
+// a call that ends is an error, since the tests kill agents mid-wait.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -33,11 +37,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 func main() {
@@ -54,6 +61,8 @@ func main() {
 	timed := fs.Int("timed", 0, "agent: askTimed calls to wait on")
 	keyed := fs.Int("keyed", 0, "agent: keyed blocking asks to wait on")
 	claims := fs.Int("claims", 1, "claimer: requests to claim")
+	timeout := fs.Duration("timeout", time.Hour, "agent: askTimed timeout")
+	report := fs.Bool("report", false, "agent: print each call's outcome")
 	store := fs.String("store", "", "server: JetStream store folder")
 	ackWait := fs.Duration("ackwait", 0, "folder: AckWait of the projection consumer (0: the default)")
 	_ = fs.Parse(os.Args[2:])
@@ -71,16 +80,18 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "worker":
-		err = worker(nc, *bound, log)
+		err = serveWorker(nc, *bound, log)
 	case "folder":
 		err = folder(nc, *ackWait, log)
 	case "agent":
-		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed)
+		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed, *timeout, *report)
 		fmt.Println("ready")
+	case "leaseless":
+		err = leaseless(nc, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch})
 	case "claimer":
 		err = claimer(nc, *bound, log, *session, *claims, func() {
 			if *timed > 0 {
-				agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, 0)
+				agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, 0, *timeout, *report)
 			}
 		})
 	default:
@@ -109,13 +120,13 @@ func topology(nc *nats.Conn) (jetstream.JetStream, *streams.Topology, error) {
 	return js, top, err
 }
 
-// worker serves the userQuestions service on the topology the test made.
-func worker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
+// serveWorker serves the userQuestions service on the topology the test made.
+func serveWorker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
 	js, top, err := topology(nc)
 	if err != nil {
 		return err
 	}
-	svc := userquestions.New(nc, js, top, userquestions.Config{Foreground: userquestions.ForegroundConfig{ReleaseBound: bound}}, log)
+	svc := worker.New(nc, js, top, worker.Config{ReleaseBound: bound}, log)
 	if err := svc.Start(context.Background()); err != nil {
 		return err
 	}
@@ -136,17 +147,37 @@ func folder(nc *nats.Conn, ackWait time.Duration, log *slog.Logger) error {
 	return nil
 }
 
-// agent sends its calls and waits on them; the test kills it mid-wait.
-func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref holdover.AgentRef, timed, keyed int) {
-	c := userquestions.NewClient(nc, 0)
-	c.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: bound, Log: log})
+// agent sends its calls and waits on them; the test kills it mid-wait,
+// or with report freezes it and reads how each call ended.
+func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref holdover.AgentRef, timed, keyed int, timeout time.Duration, report bool) {
+	c, err := caller.New(context.Background(), nc, caller.Config{ReleaseBound: bound, Log: log})
+	if err != nil {
+		log.Error("hold the caller lease", "err", err)
+		os.Exit(1)
+	}
 	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
+	var out sync.Mutex
 	for i := range timed {
 		go func() {
-			_, err := c.AskTimed(context.Background(), holdover.AskTimedRequest{
-				Session: sid, CallID: fmt.Sprintf("timed-%d", i), Agent: &ref, Questions: qs, TimeoutMs: 3_600_000,
+			sent := time.Now()
+			id := fmt.Sprintf("timed-%d", i)
+			res, err := c.AskTimed(context.Background(), holdover.AskTimedRequest{
+				Session: sid, CallID: id, Agent: &ref, Questions: qs, TimeoutMs: timeout.Milliseconds(),
 			})
-			log.Error("a call ended before the agent was killed", "err", err)
+			if !report {
+				log.Error("a call ended before the agent was killed", "err", err)
+				return
+			}
+			outcome := "answered"
+			switch {
+			case err != nil:
+				outcome = string(holdover.CodeOf(err))
+			case res.Pending:
+				outcome = "pending"
+			}
+			out.Lock()
+			fmt.Printf("outcome %s %s %d\n", id, outcome, time.Since(sent).Milliseconds())
+			out.Unlock()
 		}()
 	}
 	for i := range keyed {
@@ -157,6 +188,45 @@ func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref
 			log.Error("a call ended before the agent was killed", "err", err)
 		}()
 	}
+}
+
+// leaseless asks a keyed blocking ask (call "keyed") and an askTimed (call
+// "timed", one hour) of sid as the nats CLI would, with no caller lease,
+// and says on its ready line, as JSON, what each call was answered and how
+// long that took; then it waits to be killed.
+func leaseless(nc *nats.Conn, sid string, ref holdover.AgentRef) error {
+	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
+	type answer struct {
+		Code    holdover.Code `json:"code"`
+		Message string        `json:"message"`
+		TookMs  int64         `json:"tookMs"`
+	}
+	out := map[string]answer{}
+	for op, req := range map[string]any{
+		userquestions.OpAsk:      holdover.AskRequest{Session: sid, CallID: "keyed", Agent: &ref, Questions: qs},
+		userquestions.OpAskTimed: holdover.AskTimedRequest{Session: sid, CallID: "timed", Agent: &ref, Questions: qs, TimeoutMs: 3_600_000},
+	} {
+		data, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		m, err := nc.Request(userquestions.Subject(op), data, time.Minute)
+		if err != nil {
+			return err
+		}
+		e := &holdover.Error{}
+		if rerr := userquestions.ReplyError(m); rerr != nil {
+			e = holdover.Wire(rerr)
+		}
+		out[op] = answer{Code: e.Code, Message: e.Message, TookMs: time.Since(start).Milliseconds()}
+	}
+	said, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready", string(said))
+	return nil
 }
 
 // serve runs an embedded server with no consumer limit: every claim is one.
@@ -172,7 +242,7 @@ func serve(store string) error {
 // claimer holds a claim, with its frame received, on each of the first n
 // requests of sid; ask runs once the claimer watches the Session.
 func claimer(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, n int, ask func()) error {
-	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: bound, Log: log})
+	a, err := answerer.New(nc, answerer.Config{ReleaseBound: bound, Log: log})
 	if err != nil {
 		return err
 	}
@@ -198,7 +268,7 @@ type claiming struct {
 	left int
 }
 
-func (h *claiming) Request(d *userquestions.Delivery) {
+func (h *claiming) Request(d *answerer.Delivery) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.left == 0 {
@@ -208,7 +278,7 @@ func (h *claiming) Request(d *userquestions.Delivery) {
 	go h.claim(d)
 }
 
-func (h *claiming) claim(d *userquestions.Delivery) {
+func (h *claiming) claim(d *answerer.Delivery) {
 	h.attaching <- struct{}{}
 	defer func() { <-h.attaching }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -225,4 +295,4 @@ func (h *claiming) claim(d *userquestions.Delivery) {
 	h.framed.Done()
 }
 
-func (h *claiming) Cancel(*userquestions.Delivery, string) {}
+func (h *claiming) Cancel(*answerer.Delivery, string) {}

@@ -69,9 +69,24 @@ func (p *plan) add(line string) error {
 		p.onLate = &acts[0]
 		return nil
 	}
+	when := outcomeNone
+	for _, o := range []outcome{outcomeAnswered, outcomePending} {
+		if rest, ok := cutKeyword(line, "if "+string(o)); ok {
+			if rest == "" {
+				return holdover.Newf(holdover.CodeBadRequest, "if %s needs a command", o)
+			}
+			when, line = o, rest
+		}
+	}
+	if when == outcomeNone && strings.HasPrefix(line, "if ") {
+		return holdover.New(holdover.CodeBadRequest, "if takes answered or pending, then a command")
+	}
 	acts, err := parseAction(line)
 	if err != nil {
 		return err
+	}
+	for i := range acts {
+		acts[i].when = when
 	}
 	p.steps = append(p.steps, acts...)
 	return nil

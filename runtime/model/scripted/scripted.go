@@ -12,10 +12,17 @@
 //	subagent TASK                    call subagent with the rest of the line
 //	work N [steps] [of DURATION]     N responses, each calling sleep for DURATION (default 0)
 //	on late answer COMMAND           answer a late reply (answer_to_pending_question) with COMMAND
+//	if answered COMMAND              COMMAND only when the latest ask_user_question call was answered in time
+//	if pending COMMAND               COMMAND only when it returned pending (the wait ended unanswered)
 //	child:                           the lines after it script the child agent (subagent)
 //
-// Text may name {callId} and {answers} of the latest late answer and
-// {result}, the text of the latest tool result.
+// An `if` line is passed over, using no response, when its outcome is not
+// the latest question's: a script branches on what the tool returned, so
+// a demo tells the truth whether the person answered in time or not, and
+// `on late answer` covers the third path, an answer after pending.
+//
+// Text may name {callId} and {answers} of the latest answer (late, or in
+// time) and {result}, the text of the latest tool result.
 //
 // The model keeps no state of its own. Each request replays the
 // conversation to find its place: every assistant message used one line,
@@ -29,6 +36,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/runtime/model"
 )
@@ -51,11 +59,48 @@ type plan struct {
 	onLate *action
 }
 
-// action is one scripted response: text, or one tool call.
+// action is one scripted response: text, or one tool call, played only
+// when the latest question's outcome is when (any outcome when empty).
 type action struct {
 	text string
 	tool string
 	args json.RawMessage
+	when outcome
+}
+
+// outcome is how the latest ask_user_question call returned.
+type outcome string
+
+const (
+	outcomeNone     outcome = ""
+	outcomeAnswered outcome = "answered"
+	outcomePending  outcome = "pending"
+)
+
+// outcomeOf reads an ask_user_question result: {"answers":[…]} in time (M7), {"pending":true,…} (M6).
+func outcomeOf(text string) (outcome, []holdover.Answer) {
+	var r struct {
+		Pending bool              `json:"pending"`
+		Answers []holdover.Answer `json:"answers"`
+	}
+	if json.Unmarshal([]byte(text), &r) != nil {
+		return outcomeNone, nil
+	}
+	switch {
+	case r.Pending:
+		return outcomePending, nil
+	case r.Answers != nil:
+		return outcomeAnswered, r.Answers
+	}
+	return outcomeNone, nil
+}
+
+// playable moves i past the steps whose outcome is not now's.
+func (p *plan) playable(i int, now outcome) int {
+	for i < len(p.steps) && p.steps[i].when != outcomeNone && p.steps[i].when != now {
+		i++
+	}
+	return i
 }
 
 // Model returns the model that plays the root agent's lines.
@@ -80,11 +125,12 @@ func (p *player) Complete(ctx context.Context, req model.Request) (model.Respons
 		return model.Response{}, err
 	}
 	var (
-		next      int           // the next line to play
-		fresh     bool          // a late answer came after the last response
-		late      *events.Reply // the latest late answer
-		lastTool  string        // the latest tool result text
-		responses int           // assistant messages so far
+		next      int      // the next line to play
+		fresh     bool     // a late answer came after the last response
+		answer    answered // the latest answer, late or in time
+		asked     outcome  // how the latest question returned
+		lastTool  string   // the latest tool result text
+		responses int      // assistant messages so far
 	)
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -94,26 +140,34 @@ func (p *player) Complete(ctx context.Context, req model.Request) (model.Respons
 				continue
 			}
 			if r, err := events.ParseReply(m.Text); err == nil {
-				late, fresh = &r, true
+				fresh = true
+				answer = answered{callID: r.CallID, answers: r.Answers}
 			}
 		case model.Tool:
 			lastTool = m.Text
+			if m.ToolName == holdover.ToolName {
+				var answers []holdover.Answer
+				if asked, answers = outcomeOf(m.Text); asked == outcomeAnswered {
+					answer = answered{callID: m.ToolCallID, answers: answers}
+				}
+			}
 		case model.Assistant:
 			responses++
 			if !(fresh && p.plan.onLate != nil) {
-				next++
+				next = p.plan.playable(next, asked) + 1
 			}
 			fresh = false
 		}
 	}
 	act := p.plan.onLate
 	if !fresh || act == nil {
+		next = p.plan.playable(next, asked)
 		if next >= len(p.plan.steps) {
 			return model.Response{}, nil
 		}
 		act = &p.plan.steps[next]
 	}
-	fill := placeholders(late, lastTool)
+	fill := placeholders(answer, lastTool)
 	if act.tool == "" {
 		return model.Response{Text: fill.Replace(act.text)}, nil
 	}
@@ -124,13 +178,19 @@ func (p *player) Complete(ctx context.Context, req model.Request) (model.Respons
 	}}}, nil
 }
 
+// answered is the latest answer batch the agent saw, and its call.
+type answered struct {
+	callID  string
+	answers []holdover.Answer
+}
+
 // placeholders fills {callId}, {answers} and {result}.
-func placeholders(late *events.Reply, lastTool string) *strings.Replacer {
+func placeholders(latest answered, lastTool string) *strings.Replacer {
 	callID, answers := "", ""
-	if late != nil {
-		callID = late.CallID
-		parts := make([]string, 0, len(late.Answers))
-		for _, a := range late.Answers {
+	if latest.callID != "" {
+		callID = latest.callID
+		parts := make([]string, 0, len(latest.answers))
+		for _, a := range latest.answers {
 			v := strings.Join(a.Selected, ", ")
 			switch {
 			case a.Custom != "" && v != "":

@@ -168,7 +168,7 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 // can record (tool arguments are JSON objects, asks carry valid
 // questions) or fails with a BAD_REQUEST naming its line.
 func FuzzScript(f *testing.F) {
-	for _, seed := range []string{demo, "say hi", `ask q "A b" options "x, y",z multi and r "C" timeout -1`, "work 3 of 1ms", "on late answer ask q x", "child:\nsay {result}", `call t {"a":[1,{"b":null}]}`, "ask q1 'Which DB?' options a,'b c' timeout 5", "ask q \"\\u00e9\" options \"\\\"\""} {
+	for _, seed := range []string{demo, branching, "say hi", `ask q "A b" options "x, y",z multi and r "C" timeout -1`, "work 3 of 1ms", "on late answer ask q x", "child:\nsay {result}", `call t {"a":[1,{"b":null}]}`, "ask q1 'Which DB?' options a,'b c' timeout 5", "ask q \"\\u00e9\" options \"\\\"\""} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
@@ -194,4 +194,65 @@ func FuzzScript(f *testing.F) {
 			}
 		}
 	})
+}
+
+// branching is a script that tells the truth about the question's outcome
+// (issue 13 item 7): answered in time, pending, then a late answer.
+const branching = `
+ask db "Which database?" options Postgres,SQLite timeout 30
+if answered say You answered in time: {answers}.
+if pending work 2 steps of 1s
+if pending say Still open; I did the parts that do not depend on it.
+on late answer say Thanks: {answers} for {callId}.
+say Done.
+`
+
+func (c *converse) askResult(callID, text string) {
+	c.msgs = append(c.msgs, model.Message{Role: model.Tool, ToolCallID: callID, ToolName: holdover.ToolName, Text: text})
+}
+
+func TestScriptBranchesOnTheQuestionsOutcome(t *testing.T) {
+	s, err := scripted.Parse(branching)
+	require.NoError(t, err)
+
+	t.Run("answered in time", func(t *testing.T) {
+		c := &converse{t: t, m: s.Model()}
+		c.user("go")
+		ask := c.next().ToolCalls[0]
+		c.askResult(ask.ID, `{"answers":[{"id":"db","selected":["SQLite"]}]}`)
+		require.Equal(t, "You answered in time: db=SQLite.", c.next().Text)
+		c.user("and then?")
+		require.Equal(t, "Done.", c.next().Text, "the pending lines are passed over")
+	})
+
+	t.Run("pending, then a late answer", func(t *testing.T) {
+		c := &converse{t: t, m: s.Model()}
+		c.user("go")
+		ask := c.next().ToolCalls[0]
+		c.askResult(ask.ID, `{"pending":true,"callId":"call_1","message":"…"}`)
+		for range 2 {
+			work := c.next()
+			require.Equal(t, scripted.SleepTool, work.ToolCalls[0].Name)
+			c.result(work.ToolCalls[0].ID, "slept")
+		}
+		require.Equal(t, "Still open; I did the parts that do not depend on it.", c.next().Text)
+		c.user(`{"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"call_1","questions":[],"answers":[{"id":"db","selected":["Postgres"]}]}`)
+		require.Equal(t, "Thanks: db=Postgres for call_1.", c.next().Text)
+		c.user("and then?")
+		require.Equal(t, "Done.", c.next().Text)
+	})
+
+	t.Run("if lines without a question outcome are passed over", func(t *testing.T) {
+		s, err := scripted.Parse("if answered say yes\nif pending say no\nsay neither")
+		require.NoError(t, err)
+		c := &converse{t: t, m: s.Model()}
+		c.user("go")
+		require.Equal(t, "neither", c.next().Text)
+	})
+
+	for _, bad := range []string{"if answered", "if late say x", "if pending on late answer say x"} {
+		_, err := scripted.Parse(bad)
+		require.Error(t, err, bad)
+		require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
+	}
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, view } from "../testing/questionHarness";
-import { parseRoute, reconnectDelayMs, sessionHref, sessionsFromQuery, socketURL, takeToken } from "./boot";
+import { cardHash, cardHref, parseRoute, reconnectDelayMs, sessionHref, sessionsFromQuery, socketURL, takeToken } from "./boot";
 import { SessionDirectory, summaryFacts } from "./sessions";
 import { emptyView } from "../protocol/frames";
 
@@ -26,6 +26,8 @@ describe("boot", () => {
     expect(parseRoute("", ["a"])).toEqual({ page: "session", session: "a" });
     expect(parseRoute("", ["a", "b"])).toEqual({ page: "list" });
     expect(parseRoute("#/s/%E0%A4%A", ["a"])).toEqual({ page: "list" });
+    expect(parseRoute(cardHash("s 1/x", "call/1"), [])).toEqual({ page: "session", session: "s 1/x", call: "call/1" });
+    expect(cardHref("s1", "c1")).toBe("?session=s1#/s/s1/c/c1");
   });
 
   it("backs off reconnects from 1 s to at most 30 s", () => {

@@ -37,8 +37,8 @@ export function reconnectDelayMs(attempt: number): number {
   return Math.min(30_000, 1000 * 2 ** Math.max(0, attempt - 1));
 }
 
-/** Which page the address shows: the Session list, or one Session's transcript. */
-export type Route = { page: "list" } | { page: "session"; session: string };
+/** Which page the address shows: the Session list, or one Session's transcript (with one call's card opened). */
+export type Route = { page: "list" } | { page: "session"; session: string; call?: string };
 
 /** The link to a Session's transcript page. */
 export function sessionHref(session: string): string {
@@ -46,14 +46,29 @@ export function sessionHref(session: string): string {
 }
 
 /**
- * Reads the page from the address hash: "#/s/<id>" is a transcript, "#/"
+ * The address of a call's card, from anywhere (the inbox, a notification):
+ * the page watching its Session, with the card opened.
+ */
+export function cardHref(session: string, callId: string): string {
+  return `?session=${encodeURIComponent(session)}${cardHash(session, callId)}`;
+}
+
+/** The hash of a call's card on a page that watches its Session. */
+export function cardHash(session: string, callId: string): string {
+  return `${sessionHref(session)}/c/${encodeURIComponent(callId)}`;
+}
+
+/**
+ * Reads the page from the address hash: "#/s/<id>" is a transcript,
+ * "#/s/<id>/c/<callId>" the transcript with that call's card open, "#/"
  * the list. With no hash, a page watching exactly one Session opens it.
  */
 export function parseRoute(hash: string, sessions: readonly string[]): Route {
-  const m = /^#\/s\/(.+)$/.exec(hash);
+  const m = /^#\/s\/([^/]+)(?:\/c\/([^/]+))?$/.exec(hash);
   if (m) {
     try {
-      return { page: "session", session: decodeURIComponent(m[1] ?? "") };
+      const session = decodeURIComponent(m[1] ?? "");
+      return m[2] === undefined ? { page: "session", session } : { page: "session", session, call: decodeURIComponent(m[2]) };
     } catch {
       return { page: "list" };
     }

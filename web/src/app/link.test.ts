@@ -85,3 +85,19 @@ describe("Link", () => {
     expect(attempts).toEqual([]);
   });
 });
+
+describe("Link for the inbox", () => {
+  it("says it loads the inbox, not Sessions, until the feed is ready", () => {
+    const clock = new ManualClock();
+    const l = new Link(["inbox"], clock, () => {}, () => {}, true);
+    l.start();
+    l.welcomed();
+    expect(l.text()).toBe("Loading the inbox…");
+    l.watchReady("inbox");
+    expect(l.text()).toBe("Live");
+    l.closed();
+    clock.advance(1000);
+    l.welcomed();
+    expect(l.text()).toBe("Reconnected · catching up");
+  });
+});

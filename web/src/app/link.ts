@@ -25,6 +25,8 @@ export const LinkText = {
   connecting: "Connecting…",
   reconnecting: "Reconnecting…",
   loading: (live: number, total: number) => `Loading… ${live} of ${total} Sessions live`,
+  loadingInbox: "Loading the inbox…",
+  catchingUpInbox: "Reconnected · catching up",
   catchingUp: (live: number, total: number) => `Reconnected · catching up (${live} of ${total} Sessions live)`,
   live: "Live",
   retryIn: (ms: number) => `Disconnected · reconnecting in ${seconds(ms)}s`,
@@ -50,6 +52,8 @@ export class Link {
     private readonly clock: Clock,
     private readonly connect: (attempt: number) => void,
     private readonly changed: () => void,
+    /** The page follows the inbox feed (one watch, named "inbox") rather than Sessions. */
+    private readonly inbox = false,
   ) {}
 
   get phase(): LinkPhase {
@@ -115,7 +119,14 @@ export class Link {
     }
     const watched = this.sessions.length - this.refused.size;
     const live = [...this.ready].filter((s) => !this.refused.has(s)).length;
-    const head = this.phaseNow === "live" ? LinkText.live : this.wasLive ? LinkText.catchingUp(live, watched) : LinkText.loading(live, watched);
+    const loading = this.inbox
+      ? this.wasLive
+        ? LinkText.catchingUpInbox
+        : LinkText.loadingInbox
+      : this.wasLive
+        ? LinkText.catchingUp(live, watched)
+        : LinkText.loading(live, watched);
+    const head = this.phaseNow === "live" ? LinkText.live : loading;
     return [head, ...[...this.refused].map(([s, e]) => LinkText.refused(s, e)), ...problem].join(" · ");
   }
 

@@ -17,6 +17,25 @@ function connect() {
 }
 
 describe("Connection", () => {
+  it("opens the inbox feed, routes its summaries and ready to it, and close ends it", () => {
+    const { socket, connection } = connect();
+    socket.open();
+    const got: unknown[] = [];
+    const inbox = connection.inbox({ summary: (s) => got.push(["summary", s.map((x) => x.session)]), ready: () => got.push("ready"), closed: (e) => got.push(["closed", e?.code]) });
+    expect(socket.take().slice(1)).toEqual([{ type: "inbox", id: "i1" }]);
+    socket.deliver({ type: "summary", id: "i1", sessions: [{ session: "s1", active: [], settled: 0, lastSeq: 1 }] });
+    socket.deliver({ type: "ready", id: "i1" });
+    socket.deliver({ type: "ready", id: "w9", session: "s1" }); // a watch's, not the inbox's
+    inbox.close();
+    expect(socket.take()).toEqual([{ type: "close", id: "i1" }]);
+    socket.deliver({ type: "summary", id: "i1", sessions: [] });
+    expect(got).toEqual([["summary", ["s1"]], "ready"]);
+
+    connection.inbox({ summary: () => {}, ready: () => {}, closed: (e) => got.push(["closed", e?.code]) });
+    socket.deliver({ type: "error", id: "i2", code: "LIMIT_EXCEEDED", message: "too many" });
+    expect(got.at(-1)).toEqual(["closed", "LIMIT_EXCEEDED"]);
+  });
+
   it("sends hello first, then frames queued before the socket opened, in order", () => {
     const { socket, connection, seen } = connect();
     connection.watch("s1", 1, { events: () => {}, view: () => {} });

@@ -8,7 +8,7 @@ import type { AnswerResult, Claim, ClaimHandlers, ForwardedRequest, QuestionsTra
 import type { Answer, SessionEvent, View, WireError } from "../wire";
 import { RemoteError } from "../wire";
 import { isRecord } from "../json";
-import { Methods, parseServerFrame, protocolVersion, ProtocolError, type ClientFrame, type ServerFrame } from "./frames";
+import { Methods, parseServerFrame, protocolVersion, ProtocolError, type ClientFrame, type ServerFrame, type SessionSummary } from "./frames";
 
 /** The part of the browser WebSocket the Connection uses. */
 export type SocketLike = Pick<WebSocket, "readyState" | "send" | "close" | "onopen" | "onmessage" | "onclose" | "onerror">;
@@ -44,6 +44,15 @@ export interface WatchHandlers {
   error?(error: WireError): void;
 }
 
+export interface InboxHandlers {
+  /** Sessions whose questions changed; a Session with no active call left has an empty list. */
+  summary(sessions: SessionSummary[]): void;
+  /** Everything that existed when the feed opened has arrived. */
+  ready(): void;
+  /** The feed ended: refused, failed or with the connection (no error when the gateway ended it cleanly). */
+  closed?(error?: WireError): void;
+}
+
 /** An active watch; close() sends unwatch. */
 export interface Watch {
   close(): void;
@@ -57,6 +66,7 @@ export class Connection implements QuestionsTransport {
   private readonly calls = new Map<string, { resolve(v: unknown): void; reject(e: RemoteError): void }>();
   private readonly streams = new Map<string, ClaimHandlers>();
   private readonly watches = new Map<string, WatchHandlers>();
+  private readonly inboxes = new Map<string, InboxHandlers>();
   private ended = false;
 
   /** Takes over socket's handlers; frames sent before it opens wait in order behind hello. */
@@ -79,6 +89,22 @@ export class Connection implements QuestionsTransport {
     return {
       close: () => {
         if (this.watches.delete(id)) this.send({ type: "unwatch", id });
+      },
+    };
+  }
+
+  /** Opens the inbox feed: every granted Session's questions, live. close() ends it. */
+  inbox(handlers: InboxHandlers): Watch {
+    const id = this.id("i");
+    if (this.ended) {
+      handlers.closed?.({ code: unavailable, message: "the connection to the gateway is closed" });
+      return { close: () => {} };
+    }
+    this.inboxes.set(id, handlers);
+    this.send({ type: "inbox", id });
+    return {
+      close: () => {
+        if (this.inboxes.delete(id)) this.send({ type: "close", id });
       },
     };
   }
@@ -167,7 +193,11 @@ export class Connection implements QuestionsTransport {
         this.watches.get(frame.id)?.view(frame.view);
         return;
       case "ready":
-        this.watches.get(frame.id)?.ready?.();
+        if (frame.session === undefined) this.inboxes.get(frame.id)?.ready();
+        else this.watches.get(frame.id)?.ready?.();
+        return;
+      case "summary":
+        this.inboxes.get(frame.id)?.summary(frame.sessions);
         return;
       case "request":
         this.handlers.request({
@@ -186,8 +216,11 @@ export class Connection implements QuestionsTransport {
         return;
       case "close": {
         const stream = this.streams.get(frame.id);
+        const inbox = this.inboxes.get(frame.id);
         this.streams.delete(frame.id);
+        this.inboxes.delete(frame.id);
         stream?.closed(frame.error);
+        inbox?.closed?.(frame.error);
         return;
       }
       case "result": {
@@ -208,12 +241,15 @@ export class Connection implements QuestionsTransport {
       const call = this.calls.get(id);
       const stream = this.streams.get(id);
       const watch = this.watches.get(id);
+      const inbox = this.inboxes.get(id);
       this.calls.delete(id);
       this.streams.delete(id);
       this.watches.delete(id);
+      this.inboxes.delete(id);
       if (call) return call.reject(new RemoteError(error));
       if (stream) return stream.closed(error);
       if (watch) return watch.error?.(error);
+      if (inbox) return inbox.closed?.(error);
     }
     this.handlers.error?.(error);
   }
@@ -236,6 +272,7 @@ export class Connection implements QuestionsTransport {
     this.calls.clear();
     this.streams.clear();
     this.watches.clear();
+    this.inboxes.clear();
     this.handlers.closed?.();
   }
 }

@@ -67,7 +67,8 @@ describe("parseServerFrame", () => {
     ["no type", "{}"],
     ["a list", "[]"],
     ["request without id", '{"type":"request","session":"s1","event":"e"}'],
-    ["ready without session", '{"type":"ready","id":"w1"}'],
+    ["ready with an empty session", '{"type":"ready","id":"w1","session":""}'],
+    ["summary with a malformed call", '{"type":"summary","id":"i1","sessions":[{"session":"s","active":[{"callId":"c","status":"weird","questions":[],"seq":1}]}]}'],
     ["view with an unknown status", '{"type":"view","id":"w","session":"s","view":{"active":[{"callId":"c","status":"weird","questions":[],"seq":1}],"settled":[],"lastSeq":1}}'],
     ["view with a malformed question", '{"type":"view","id":"w","session":"s","view":{"active":[{"callId":"c","status":"open","questions":[{"id":3}],"seq":1}],"settled":[],"lastSeq":1}}'],
     ["error without code", '{"type":"error","message":"x"}'],
@@ -90,5 +91,19 @@ describe("parseServerFrame", () => {
         expect(err).toBeInstanceOf(ProtocolError);
       }
     }
+  });
+});
+
+describe("the inbox frames", () => {
+  it("reads summaries with their deadlines, and a ready without a session", () => {
+    const f = parseServerFrame(
+      '{"type":"summary","id":"i1","sessions":[{"session":"s1","active":[{"callId":"c1","status":"open","questions":[{"id":"db","question":"Which?"}],"seq":3}],"settled":2,"lastSeq":9,"deadlines":{"c1":"2026-12-02T15:20:29.5Z","bad":"x"}}]}',
+    );
+    expect(f).toEqual({
+      type: "summary",
+      id: "i1",
+      sessions: [{ session: "s1", active: [{ callId: "c1", status: "open", questions: [{ id: "db", question: "Which?" }], seq: 3 }], settled: 2, lastSeq: 9, deadlines: { c1: Date.parse("2026-12-02T15:20:29.5Z") } }],
+    });
+    expect(parseServerFrame('{"type":"ready","id":"i1"}')).toEqual({ type: "ready", id: "i1" });
   });
 });

@@ -31,14 +31,18 @@ export type ClientFrame =
   | { type: "delegate"; id: string }
   | { type: "open"; id: string; method: string; params: unknown }
   | { type: "close"; id: string }
-  | { type: "call"; id: string; method: string; params: unknown };
+  | { type: "call"; id: string; method: string; params: unknown }
+  /** Opens the inbox feed: a summary of every Session the token grants that has questions; close ends it. */
+  | { type: "inbox"; id: string };
 
 /** Frames the gateway sends. */
 export type ServerFrame =
   | { type: "welcome"; protocol: number; clientId: string }
   | { type: "events"; id: string; session: string; events: SessionEvent[] }
   | { type: "view"; id: string; session: string; view: View }
-  | { type: "ready"; id: string; session: string }
+  /** A watch is live (with its session), or the inbox feed has sent what existed when it opened (without). */
+  | { type: "ready"; id: string; session?: string }
+  | { type: "summary"; id: string; sessions: SessionSummary[] }
   | { type: "request"; id: string; session: string; event: string; payload: unknown }
   | { type: "cancel"; id: string; session: string; reason?: string }
   | { type: "frame"; id: string; data: unknown }
@@ -74,7 +78,9 @@ export function parseServerFrame(text: string): ServerFrame | undefined {
       // null: the Session has no projection yet, which reads as one with no questions.
       return { type: "view", id: f.string("id"), session: f.string("session"), view: v.view === null ? emptyView() : view(f.record("view")) };
     case "ready":
-      return { type: "ready", id: f.string("id"), session: f.string("session") };
+      return v.session === undefined ? { type: "ready", id: f.string("id") } : { type: "ready", id: f.string("id"), session: f.string("session") };
+    case "summary":
+      return { type: "summary", id: f.string("id"), sessions: f.list("sessions", sessionSummary) };
     case "request":
       return { type: "request", id: f.string("id"), session: f.string("session"), event: f.string("event"), payload: v.payload };
     case "cancel": {
@@ -132,6 +138,39 @@ function sessionEvent(x: unknown): SessionEvent {
   if (!isRecord(x)) throw new ProtocolError("an event must be an object");
   const f = new Fields(x, "event");
   return { seq: f.number("seq"), type: f.string("type"), at: typeof x.at === "string" ? x.at : "", data: x.data };
+}
+
+/**
+ * One Session of the inbox feed: its projection's active calls, how many
+ * calls it settled, its last folded seq, and the Host deadlines of its
+ * live timed waits by call id (display only: a countdown comes from a claim, W3).
+ */
+export interface SessionSummary {
+  session: string;
+  active: Call[];
+  settled: number;
+  lastSeq: number;
+  /** Milliseconds since the epoch, by call id. */
+  deadlines: Record<string, number>;
+}
+
+function sessionSummary(x: unknown): SessionSummary {
+  if (!isRecord(x)) throw new ProtocolError("a session summary must be an object");
+  const f = new Fields(x, "session summary");
+  const deadlines: Record<string, number> = {};
+  if (isRecord(x.deadlines)) {
+    for (const [callId, at] of Object.entries(x.deadlines)) {
+      const ms = typeof at === "string" ? Date.parse(at) : NaN;
+      if (Number.isFinite(ms)) deadlines[callId] = ms;
+    }
+  }
+  return {
+    session: f.string("session"),
+    active: f.list("active", call),
+    settled: typeof x.settled === "number" ? x.settled : 0,
+    lastSeq: typeof x.lastSeq === "number" ? x.lastSeq : 0,
+    deadlines,
+  };
 }
 
 /** The view of a Session whose projection has no entry: no question events folded yet. */

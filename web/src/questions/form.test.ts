@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Harness, sampleQuestions } from "../testing/questionHarness";
 import type { Question } from "../wire";
-import { advancesOnEnter, announcement, firstProblem, planReview, questionProblem, replySummary, replyText } from "./form";
+import { advancesOnEnter, announcement, firstProblem, keysHint, optionForKey, planReview, questionProblem, replySummary, replyText, type KeyPress } from "./form";
 import { pair } from "./reply";
 import { Text } from "./text";
 
@@ -118,5 +118,31 @@ describe("reply text", () => {
 
   it("copies questions and answers as plain text", () => {
     expect(replyText(items)).toBe("Which database?\nSQLite, with WAL\n\nWhich extras?\nSkipped");
+  });
+});
+
+describe("keyboard (issue 13 item 4)", () => {
+  const press = (key: string, extra: Partial<KeyPress> = {}): KeyPress => ({ key, shiftKey: false, isComposing: false, keyCode: key.charCodeAt(0), ...extra });
+  const q = { id: "db", question: "Which?", options: [{ label: "A" }, { label: "B" }, { label: "C" }] };
+
+  it("1–9 pick the options in order; other keys, missing options and modifiers pick nothing", () => {
+    expect(["1", "2", "3", "4", "0", "a"].map((k) => optionForKey(press(k), q, false))).toEqual(["A", "B", "C", undefined, undefined, undefined]);
+    expect(optionForKey(press("1", { ctrlKey: true }), q, false)).toBeUndefined();
+    expect(optionForKey(press("1", { altKey: true }), q, false)).toBeUndefined();
+    expect(optionForKey(press("1", { metaKey: true }), q, false)).toBeUndefined();
+    expect(optionForKey(press("1"), { id: "x", question: "Free text" }, false)).toBeUndefined();
+  });
+
+  it("a digit typed into free text is text, and an input method's keys are never shortcuts", () => {
+    expect(optionForKey(press("1"), q, true)).toBeUndefined();
+    expect(optionForKey(press("1", { isComposing: true }), q, false)).toBeUndefined();
+    expect(optionForKey(press("1", { keyCode: 229 }), q, false)).toBeUndefined();
+    expect(advancesOnEnter(press("Enter", { keyCode: 229 }))).toBe(false);
+  });
+
+  it("the hint says what the keys do here", () => {
+    expect(keysHint(q, false, true)).toBe("1–3 choose · Enter next · Shift+Enter new line · Esc hide");
+    expect(keysHint({ ...q, multiSelect: true }, true, false)).toBe("1–3 toggle · Enter submit · Shift+Enter new line");
+    expect(keysHint({ id: "x", question: "Why?" }, true, true)).toBe("Enter submit · Shift+Enter new line · Esc hide");
   });
 });

@@ -35,11 +35,39 @@ export interface KeyPress {
   isComposing: boolean;
   /** 229 while an input method composes, also in browsers that report isComposing late. */
   keyCode: number;
+  ctrlKey?: boolean;
+  metaKey?: boolean;
+  altKey?: boolean;
+}
+
+/** Whether an input method is composing: nothing it types is a shortcut. */
+function composing(e: KeyPress): boolean {
+  return e.isComposing || e.keyCode === 229;
 }
 
 /** Enter advances to the next question (or submits on the last) — not Shift+Enter, not while an IME composes. */
 export function advancesOnEnter(e: KeyPress): boolean {
-  return e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229;
+  return e.key === "Enter" && !e.shiftKey && !composing(e);
+}
+
+/**
+ * The option a number key picks: 1–9 name the question's options in order,
+ * unless the key is typed into free text, held with a modifier, or part of
+ * an input method's composition. Undefined when the key picks nothing.
+ */
+export function optionForKey(e: KeyPress, question: Question, inText: boolean): string | undefined {
+  if (inText || composing(e) || e.ctrlKey || e.metaKey || e.altKey || !/^[1-9]$/.test(e.key)) return undefined;
+  return question.options?.[Number(e.key) - 1]?.label;
+}
+
+/** The card's one-line keyboard hint: what the keys do on this question. */
+export function keysHint(question: Question, last: boolean, keyed: boolean): string {
+  const count = question.options?.length ?? 0;
+  const parts: string[] = [];
+  if (count > 0) parts.push(`${count === 1 ? "1" : `1–${Math.min(9, count)}`} ${question.multiSelect ? "toggle" : "choose"}`);
+  parts.push(`Enter ${last ? "submit" : "next"}`, "Shift+Enter new line");
+  if (keyed) parts.push("Esc hide");
+  return parts.join(" · ");
 }
 
 /** What a plan-review card offers: approve with one label, or request changes with another (or none). */

@@ -1,9 +1,10 @@
 // The page: the Session list, or one Session's transcript with its
 // question cards beside it.
 
-import { useCallback } from "preact/hooks";
+import { useCallback, useEffect } from "preact/hooks";
 import type { AppStore } from "../app/store";
 import { parseRoute, sessionHref } from "../app/boot";
+import { InboxPage } from "./InboxPage";
 import { summaryFacts, type SessionSummary } from "../app/sessions";
 import { Text } from "../questions/text";
 import { useHash, useSubscription, useTicker } from "./hooks";
@@ -15,8 +16,8 @@ export function App({ store }: { store: AppStore }) {
   useSubscription(useCallback((listener: () => void) => store.cards.subscribe(listener), [store]));
   const route = parseRoute(useHash(), store.sessions);
   if (!store.hasToken) return <p class="hint">Open this page with ?token=&lt;access token&gt;&amp;session=&lt;Session id&gt;.</p>;
-  if (store.sessions.length === 0) return <p class="hint">Name the Sessions to watch in the address: ?session=&lt;id&gt;[,&lt;id&gt;…].</p>;
-  return route.page === "session" ? <SessionPage store={store} session={route.session} /> : <SessionList store={store} />;
+  if (store.inboxMode) return <InboxPage store={store} />;
+  return route.page === "session" ? <SessionPage store={store} session={route.session} call={route.call} /> : <SessionList store={store} />;
 }
 
 function SessionList({ store }: { store: AppStore }) {
@@ -47,7 +48,15 @@ function questionFacts(s: SessionSummary, shown: number): string {
   return parts.join(" · ");
 }
 
-function SessionPage({ store, session }: { store: AppStore; session: string }) {
+function SessionPage({ store, session, call }: { store: AppStore; session: string; call: string | undefined }) {
+  // An address naming a call (from the inbox or a notification) opens its card once it exists.
+  const wanted = call === undefined ? undefined : store.cards.keyFor(session, call);
+  const exists = wanted !== undefined && store.cards.get(wanted) !== undefined;
+  useEffect(() => {
+    if (!wanted || !exists) return;
+    store.cards.open(wanted);
+    requestAnimationFrame(() => document.querySelector(`section[data-card-key="${CSS.escape(wanted)}"]`)?.scrollIntoView({ block: "nearest" }));
+  }, [wanted, exists]);
   if (!store.directory.has(session)) {
     return (
       <p class="hint">
@@ -62,6 +71,7 @@ function SessionPage({ store, session }: { store: AppStore; session: string }) {
   return (
     <div class="session-page">
       <div class="crumbs">
+        <a href={location.pathname}>Inbox</a>
         <a href="#/">All Sessions</a>
         <h2 class="session-id">{session}</h2>
         {summary && <span class="facts">{summaryFacts(summary)}</span>}

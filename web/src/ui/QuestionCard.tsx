@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { JSX } from "preact";
 import type { CardView, QuestionCards } from "../questions";
-import { advancesOnEnter, announcement, firstProblem, planReview, questionProblem, type PlanReview } from "../questions/form";
+import { advancesOnEnter, announcement, firstProblem, keysHint, optionForKey, planReview, questionProblem, type PlanReview } from "../questions/form";
 import { Text } from "../questions/text";
 import type { Question } from "../wire";
 import { useId, useStable, useTicker } from "./hooks";
@@ -179,13 +179,21 @@ function Questions({ card, cards, root }: { card: CardView; cards: QuestionCards
     e.preventDefault();
     advance();
   };
+  // 1–9 choose (or toggle) an option from anywhere in the card but its text box.
+  const onCardKeyDown = (e: JSX.TargetedKeyboardEvent<HTMLElement>) => {
+    const label = optionForKey(e, question, e.target instanceof HTMLTextAreaElement || (e.target instanceof HTMLInputElement && e.target.type === "text"));
+    if (label === undefined || card.locked) return;
+    e.preventDefault();
+    cards.select(card.key, question.id, label);
+    root.current?.querySelector<HTMLInputElement>(`.question input[value="${CSS.escape(label)}"]`)?.focus();
+  };
 
   const multi = question.multiSelect === true;
   const options = question.options ?? [];
   const detailId = question.detail ? `${ids}-detail` : undefined;
   const problemId = `${ids}-problem`;
   return (
-    <>
+    <div class="questions" onKeyDown={onCardKeyDown}>
       {total > 1 && (
         <nav class="pager" aria-label="Questions">
           <ol>
@@ -280,7 +288,8 @@ function Questions({ card, cards, root }: { card: CardView; cards: QuestionCards
           </button>
         )}
       </footer>
-    </>
+      <p class="keys-hint">{keysHint(question, last, card.callId !== undefined)}</p>
+    </div>
   );
 }
 

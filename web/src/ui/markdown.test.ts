@@ -1,23 +1,60 @@
+// @vitest-environment jsdom
 import { describe, expect, it } from "vitest";
-import { escapeHTML, inline, renderMarkdown, safeHref } from "./markdown";
+import { escapeHTML, renderMarkdown, safeHref } from "./markdown";
+import cases from "./markdown-injections.json";
+
+/** The rendered source as a DOM fragment, to ask about structure rather than exact text. */
+function dom(source: string, headingBase?: number): HTMLElement {
+  const div = document.createElement("div");
+  div.innerHTML = renderMarkdown(source, headingBase);
+  return div;
+}
+
+/** Everything that could run script or load from elsewhere, anywhere in the fragment. */
+function dangers(root: HTMLElement): string[] {
+  const out: string[] = [];
+  for (const el of root.querySelectorAll("*")) {
+    if (["SCRIPT", "IFRAME", "OBJECT", "EMBED", "STYLE", "IMG", "SVG", "MATH", "FORM", "LINK", "META", "BASE"].includes(el.tagName.toUpperCase())) out.push(el.tagName);
+    for (const attr of el.attributes) {
+      if (attr.name.startsWith("on") || attr.name === "style" || attr.name === "src" || attr.name === "srcdoc") out.push(`${el.tagName}[${attr.name}]`);
+      if (/^\s*(javascript|data|vbscript):/i.test(attr.value)) out.push(`${el.tagName}[${attr.name}=${attr.value}]`);
+    }
+  }
+  return out;
+}
+
+// The injection cases, shared with the real-browser test (integration/
+// browser_markdown_test.go): the ones this renderer always had, and more
+// that a library's raw-HTML and link handling must also refuse.
+const injections: string[] = cases.cases;
 
 describe("renderMarkdown: safety", () => {
-  it("escapes raw HTML everywhere, including inside code and link text", () => {
-    expect(renderMarkdown('<script>alert("x")</script>')).toBe("<p>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;</p>");
-    expect(renderMarkdown("`<b>`")).toBe("<p><code>&lt;b&gt;</code></p>");
-    expect(renderMarkdown("```\n<img src=x onerror=alert(1)>\n```")).toBe("<pre><code>&lt;img src=x onerror=alert(1)&gt;</code></pre>");
-    expect(renderMarkdown("[<i>hi</i>](https://example.test)")).toContain(">&lt;i&gt;hi&lt;/i&gt;</a>");
+  it.each(injections)("nothing in %j can run script or load from elsewhere", (source) => {
+    expect(dangers(dom(source))).toEqual([]);
   });
 
-  it("keeps only http(s) and mailto link targets, and opens them with rel=noopener", () => {
-    expect(renderMarkdown("[docs](https://example.test/a?b=1&c=2)")).toBe(
-      '<p><a href="https://example.test/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer">docs</a></p>',
-    );
-    expect(renderMarkdown("[x](javascript:alert(1))")).toBe("<p>x</p>");
-    expect(renderMarkdown("[x](data:text/html,hi)")).toBe("<p>x</p>");
-    expect(renderMarkdown("[x](/relative)")).toBe("<p>x</p>");
+  it("shows raw HTML as text, in paragraphs, code and link text", () => {
+    expect(dom('<script>alert("x")</script>').textContent).toContain('<script>alert("x")</script>');
+    expect(dom("`<b>`").querySelector("code")?.textContent).toBe("<b>");
+    expect(dom("```\n<img src=x onerror=alert(1)>\n```").querySelector("pre code")?.textContent).toBe("<img src=x onerror=alert(1)>\n");
+    expect(dom("[<i>hi</i>](https://example.test)").querySelector("a")?.textContent).toBe("<i>hi</i>");
+  });
+
+  it("keeps only absolute http(s) and mailto link targets, and opens them with rel=noopener", () => {
+    const a = dom("[docs](https://example.test/a?b=1&c=2)").querySelector("a");
+    expect([a?.getAttribute("href"), a?.getAttribute("target"), a?.getAttribute("rel")]).toEqual(["https://example.test/a?b=1&c=2", "_blank", "noopener noreferrer"]);
+    for (const bad of ["[x](javascript:alert(1))", "[x](data:text/html,hi)", "[x](/relative)", "<https://>"]) {
+      expect(dom(bad).querySelector("a[href]")).toBeNull();
+    }
+    expect(dom("[x](javascript:alert(1))").textContent?.trim()).toBe("x");
     expect(safeHref("mailto:ana@example.test")).toBe("mailto:ana@example.test");
     expect(safeHref('https://example.test/"onmouseover=')).toBe("https://example.test/%22onmouseover=");
+  });
+
+  it("an image becomes a link to its source: the page loads nothing from elsewhere", () => {
+    const root = dom("![the chart](https://example.test/c.png)");
+    expect(root.querySelector("img")).toBeNull();
+    expect(root.querySelector("a")?.textContent).toBe("the chart");
   });
 
   it("escapes attribute quotes", () => {
@@ -26,48 +63,43 @@ describe("renderMarkdown: safety", () => {
 });
 
 describe("renderMarkdown: blocks", () => {
+  const tags = (source: string, headingBase?: number) => [...dom(source, headingBase).querySelectorAll("*")].map((e) => e.tagName.toLowerCase());
+
   it("headings sit below the card heading", () => {
-    expect(renderMarkdown("# Plan\n## Steps\n###### deep")).toBe("<h3>Plan</h3><h4>Steps</h4><h6>deep</h6>");
-    expect(renderMarkdown("# Top", 1)).toBe("<h1>Top</h1>");
+    expect(tags("# Plan\n## Steps\n###### deep")).toEqual(["h3", "h4", "h6"]);
+    expect(tags("# Top", 1)).toEqual(["h1"]);
   });
 
   it("joins paragraph lines and separates paragraphs by blank lines", () => {
-    expect(renderMarkdown("one\ntwo\n\nthree")).toBe("<p>one two</p><p>three</p>");
+    expect([...dom("one\ntwo\n\nthree").querySelectorAll("p")].map((p) => p.textContent)).toEqual(["one\ntwo", "three"]);
   });
 
   it("renders bullet and numbered lists, nested by indentation", () => {
-    expect(renderMarkdown("- a\n- b\n  - b1\n  - b2\n- c")).toBe("<ul><li>a</li><li>b<ul><li>b1</li><li>b2</li></ul></li><li>c</li></ul>");
-    expect(renderMarkdown("1. first\n2. second")).toBe("<ol><li>first</li><li>second</li></ol>");
-    expect(renderMarkdown("3. third\n4. fourth")).toBe('<ol start="3"><li>third</li><li>fourth</li></ol>');
-    expect(renderMarkdown("- a\n  continued")).toBe("<ul><li>a continued</li></ul>");
+    expect(tags("- a\n- b\n  - b1\n  - b2\n- c")).toEqual(["ul", "li", "li", "ul", "li", "li", "li"]);
+    expect(dom("3. third\n4. fourth").querySelector("ol")?.getAttribute("start")).toBe("3");
   });
 
   it("renders fenced code with its language, indented code, quotes and rules", () => {
-    expect(renderMarkdown("```go\nfunc main() {}\n```")).toBe('<pre><code class="language-go">func main() {}</code></pre>');
-    expect(renderMarkdown("    x := 1\n    y := 2")).toBe("<pre><code>x := 1\ny := 2</code></pre>");
-    expect(renderMarkdown("> quoted\n> more")).toBe("<blockquote><p>quoted more</p></blockquote>");
-    expect(renderMarkdown("a\n\n---\n\nb")).toBe("<p>a</p><hr><p>b</p>");
+    expect(dom("```go\nfunc main() {}\n```").querySelector("pre code")?.className).toBe("language-go");
+    expect(dom("    x := 1\n    y := 2").querySelector("pre code")?.textContent).toBe("x := 1\ny := 2\n");
+    expect(tags("> quoted\n> more")).toEqual(["blockquote", "p"]);
+    expect(tags("a\n\n---\n\nb")).toEqual(["p", "hr", "p"]);
   });
 
-  it("an unclosed fence runs to the end", () => {
-    expect(renderMarkdown("```\ncode")).toBe("<pre><code>code</code></pre>");
-  });
-});
-
-describe("inline", () => {
-  it("renders strong, emphasis and code", () => {
-    expect(inline("**bold** and *it* and _it2_ and `x*y`")).toBe("<strong>bold</strong> and <em>it</em> and <em>it2</em> and <code>x*y</code>");
+  it("renders tables with their alignment", () => {
+    const root = dom("| Option | Cost |\n|:--|--:|\n| Postgres | $$ |\n| SQLite | free |");
+    expect([...root.querySelectorAll("th")].map((th) => th.textContent)).toEqual(["Option", "Cost"]);
+    expect(root.querySelectorAll("tbody tr")).toHaveLength(2);
+    expect(root.querySelector("td:last-child")?.getAttribute("align")).toBe("right");
   });
 
-  it("leaves stray markers and snake_case alone", () => {
-    expect(inline("2 * 3 * 4")).toBe("2 * 3 * 4");
-    expect(inline("use snake_case_names")).toBe("use snake_case_names");
-    expect(inline("\\*not em\\*")).toBe("*not em*");
+  it("renders strong, emphasis, code and strikethrough; leaves snake_case alone", () => {
+    expect(tags("**bold** and *it* and _it2_ and `x*y` and ~~old~~")).toEqual(["p", "strong", "em", "em", "code", "del"]);
+    expect(dom("use snake_case_names").textContent?.trim()).toBe("use snake_case_names");
   });
 
-  it("nests emphasis inside links and links inside strong", () => {
-    expect(inline("**see [the *plan*](https://example.test)**")).toBe(
-      '<strong>see <a href="https://example.test/" target="_blank" rel="noopener noreferrer">the <em>plan</em></a></strong>',
-    );
+  it("a task list's checkbox only shows", () => {
+    const box = dom("- [x] done").querySelector("input");
+    expect([box?.getAttribute("type"), box?.hasAttribute("disabled"), box?.hasAttribute("checked")]).toEqual(["checkbox", true, true]);
   });
 });
