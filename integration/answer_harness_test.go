@@ -13,6 +13,7 @@ import (
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/worker"
@@ -27,16 +28,33 @@ type answerWorld struct {
 }
 
 func newAnswerWorld(t testing.TB) *answerWorld {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	return newAnswerWorldOn(t, streams.Config{Memory: true})
+}
+
+// newAnswerWorldOn is newAnswerWorld with the topology stored as cfg says.
+func newAnswerWorldOn(t testing.TB, cfg streams.Config) *answerWorld {
+	env := embeddedtest.Start(t, cfg)
 	return &answerWorld{t: t, env: env, log: sessionlog.New(env.JS, env.Topology.Sessions)}
 }
 
-// worker starts a userQuestions service on a connection of its own.
+// worker starts what a question worker runs, each on a connection of its
+// own: the userQuestions service and a projection worker, which writes the
+// Views and the reply reservations' markers (D8).
 func (w *answerWorld) worker() *worker.Service {
+	_, folderJS := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
+	store := projection.NewStore(folderJS, w.env.Topology.Sessions, w.env.Topology.Questions)
 	nc, js := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
-	svc := worker.New(nc, js, w.env.Topology, worker.Config{}, slog.New(slog.DiscardHandler))
+	svc := worker.New(nc, js, w.env.Topology, worker.Config{Views: store}, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
+	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, w.env.Topology.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = folder.Run(ctx)
+	}()
+	w.t.Cleanup(func() { cancel(); <-done })
 	return svc
 }
 
@@ -46,22 +64,28 @@ func (w *answerWorld) client() *caller.Client {
 	return newCaller(w.t, nc, caller.Config{CallTimeout: 30 * time.Second})
 }
 
-// inboxOf reads every message queued for Session sid, as a runtime would.
+// inboxOf reads every message queued for Session sid, on its own inbox
+// subject and its reply subjects, as a runtime would: markers passed over.
 func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	subject, err := inbox.Subject(sid)
+	info, err := w.env.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter("holdover.session."+sid+".>"))
 	require.NoError(w.t, err)
-	info, err := w.env.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter(subject))
-	require.NoError(w.t, err)
-	want := int(info.State.Subjects[subject])
+	want := 0
+	for _, n := range info.State.Subjects {
+		want += int(n)
+	}
 	cons, err := inbox.Open(ctx, w.env.Topology.Inbox, sid, 0)
 	require.NoError(w.t, err)
 	var out []inbox.Queued
-	for len(out) < want {
-		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(5*time.Second))
+	for read := 0; read < want; {
+		batch, err := cons.Fetch(want-read, jetstream.FetchMaxWait(5*time.Second))
 		require.NoError(w.t, err)
 		for m := range batch.Messages() {
+			read++
+			if inbox.IsMarker(m.Headers()) {
+				continue
+			}
 			q, err := inbox.DecodeMsg(m)
 			require.NoError(w.t, err)
 			out = append(out, q)

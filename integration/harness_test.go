@@ -25,6 +25,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
@@ -324,7 +325,9 @@ func (f *fleet) start() int {
 	require.NoError(f.t, err)
 	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
 	require.NoError(f.t, err)
-	w := projection.NewWorker(projection.NewStore(js, sessions, kv), f.cfg)
+	inboxStream, err := js.Stream(ctx, streams.InboxStream)
+	require.NoError(f.t, err)
+	w := projection.NewWorker(projection.NewStore(js, sessions, kv), inbox.NewReplies(js, inboxStream, nil), f.cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	m := &fleetWorker{nc: nc, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- w.Run(ctx) }()

@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
-	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
@@ -70,7 +71,7 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	w.worker = worker.New(nc, js, env.Topology, worker.Config{}, quiet)
 	require.NoError(t, w.worker.Start(ctx))
 	t.Cleanup(w.worker.Stop)
-	folder := projection.NewWorker(projection.NewStore(js, env.Topology.Sessions, env.Topology.Questions), projection.WorkerConfig{Logger: quiet})
+	folder := projection.NewWorker(projection.NewStore(js, env.Topology.Sessions, env.Topology.Questions), inbox.NewReplies(js, env.Topology.Inbox, nil), projection.WorkerConfig{Logger: quiet})
 	w.agents.Go(func() { _ = folder.Run(ctx) })
 
 	userConn, _ := embeddedtest.Connect(t, env.Server.ClientURL())

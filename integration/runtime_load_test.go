@@ -17,6 +17,7 @@ import (
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
@@ -58,7 +59,9 @@ func runSessions(b *testing.B, n int) {
 	var background sync.WaitGroup
 	defer background.Wait()
 	defer cancel()
-	background.Go(func() { _ = projection.NewWorker(store, projection.WorkerConfig{Logger: quiet}).Run(ctx) })
+	background.Go(func() {
+		_ = projection.NewWorker(store, inbox.NewReplies(workerJS, env.Topology.Inbox, nil), projection.WorkerConfig{Logger: quiet}).Run(ctx)
+	})
 
 	script, err := scripted.Parse(`ask db "Which database?" options Postgres,SQLite timeout 1
 work 3 steps of 200ms

@@ -41,13 +41,10 @@ func (v *View) Apply(e events.Event) {
 	case *events.PTCDispatch:
 		v.applyDispatch(b, e.Seq)
 	case *events.UserMessage:
+		v.applyReservations(e)
 		v.applyAdmission(b.Message, e.Seq)
-	case *events.InboxSpliced:
-		v.applySplice(b.Message, e.Seq)
-	case *events.InboxDiscarded:
-		v.applyDiscard(b.MessageID)
-	case *events.TurnEnd:
-		v.releaseQueued()
+	case *events.InboxSpliced, *events.InboxClaimed, *events.InboxDiscarded, *events.TurnEnd:
+		v.applyReservations(e)
 	}
 }
 
@@ -62,11 +59,7 @@ func (v View) Clone() View {
 	}
 	for i, c := range v.Active {
 		c.Questions = cloneQuestions(c.Questions)
-		if c.Queued != nil {
-			q := *c.Queued
-			q.Answers = cloneAnswers(q.Answers)
-			c.Queued = &q
-		}
+		c.Queued, c.Released = c.Queued.clone(), c.Released.clone()
 		out.Active[i] = c
 	}
 	for i, s := range v.Settled {
@@ -134,31 +127,6 @@ func (v *View) applyDispatch(d *events.PTCDispatch, seq uint64) {
 func (v *View) applyAdmission(m events.Message, seq uint64) {
 	if i := v.repliedIndex(m); i >= 0 {
 		v.settle(i, replyAnswers(m, v.Active[i].Questions), true, seq)
-	}
-}
-
-// applySplice records a late reply that reached the agent's inbox. It
-// never settles the call: only admission does (D5, D8).
-func (v *View) applySplice(m events.Message, seq uint64) {
-	if i := v.repliedIndex(m); i >= 0 {
-		v.Active[i].Queued = &Queued{MessageID: m.ID, Answers: replyAnswers(m, v.Active[i].Questions), Seq: seq}
-	}
-}
-
-// applyDiscard releases the queued reply with messageID (D8, P5).
-func (v *View) applyDiscard(messageID string) {
-	for i := range v.Active {
-		if q := v.Active[i].Queued; q != nil && q.MessageID == messageID {
-			v.Active[i].Queued = nil
-		}
-	}
-}
-
-// releaseQueued drops every queued reply: a Turn that ends without
-// admitting its reply releases it (D8).
-func (v *View) releaseQueued() {
-	for i := range v.Active {
-		v.Active[i].Queued = nil
 	}
 }
 

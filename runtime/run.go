@@ -420,6 +420,9 @@ func (a *Agent) serve(ctx context.Context) error {
 		return err
 	}
 	reading, err := cons.Consume(func(m jetstream.Msg) {
+		if inbox.IsMarker(m.Headers()) {
+			return // a reply reservation's marker, for the question worker
+		}
 		q, err := inbox.DecodeMsg(m)
 		if err != nil {
 			a.log.Warn("passing over an inbox message that does not decode", "err", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
@@ -230,7 +231,7 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 		require.True(t, res.Accepted)
 	}
 	// runtime-b reads its reply: spliced, claimed and admitted (D8).
-	subject, err := streams.InboxSubject("reads")
+	subject, err := streams.ReplySubject("reads", "call-1")
 	require.NoError(t, err)
 	raw, err := r.env.Topology.Inbox.GetLastMsgForSubject(ctx, subject)
 	require.NoError(t, err)
@@ -239,7 +240,10 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 	reads.Splice(reply, raw.Sequence)
 	reads.Claim(reply.ID)
 	reads.Admit(reply)
-	_, held, err := inbox.NewReservations(r.env.Topology.Reservations, r.log).Held(ctx, "reads", "call-1")
+	// No projection worker runs here, so the release is not marked yet:
+	// inbox reads it from the log.
+	views := projection.NewStore(r.env.JS, r.env.Topology.Sessions, r.env.Topology.Questions)
+	held, err := inbox.NewReplies(r.env.JS, r.env.Topology.Inbox, views).Held(ctx, "reads", "call-1", reply.ID)
 	require.NoError(t, err)
 	require.False(t, held, "the admitted reply's reservation is released")
 	require.NoError(t, readsRoot.End(ctx))

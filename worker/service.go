@@ -26,6 +26,7 @@ import (
 	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 )
@@ -68,6 +69,11 @@ type Config struct {
 	// ReconcileEvery is the slow safety-net interval of claim
 	// reconciliation; 0 means DefaultReconcileEvery, negative never.
 	ReconcileEvery time.Duration
+	// Views is the projection store the process's projection worker
+	// writes through, so late answers check the Views it wrote without
+	// reading them back (projection.NewStore); nil reads them from the
+	// bucket.
+	Views *projection.Store
 }
 
 // withDefaults fills in what c leaves zero.

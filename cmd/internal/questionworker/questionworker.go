@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
@@ -49,9 +50,10 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 		metrics = ops.NewMetrics()
 	}
 	store := projection.NewStore(js, topo.Sessions, topo.Questions)
-	projector := projection.NewWorker(store, projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
+	projector := projection.NewWorker(store, inbox.NewReplies(js, topo.Inbox, store), projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
 	svcCfg := cfg.Service
 	svcCfg.Metrics = metrics
+	svcCfg.Views = store
 	svc := worker.New(nc, js, topo, svcCfg, cfg.Logger.With("component", "userQuestions"))
 	return []ops.Component{
 		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc)), cfg.Logger),

@@ -4,11 +4,14 @@
 // memory. It exists only for integration/ and is never shipped.
 //
 //	faultproc worker  -nats URL [-bound 1s]
+//	faultproc folder  -nats URL [-ackwait 30s]
 //	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N] [-timeout 1h] [-report]
 //	faultproc server  -store DIR
 //	faultproc claimer -nats URL -session S [-bound 1s] [-claims N] [-timed N -instance I -epoch E]
 //
-// A worker serves the question service. An agent sends its askTimed and
+// A worker serves the question service. A folder runs the projection
+// worker, which writes the Views and the reply reservations' markers. An
+// agent sends its askTimed and
 // keyed ask calls and waits on them. A server runs an embedded NATS server.
 // A claimer watches the Session and holds a claim on each of the first N
 // requests; with -timed it also sends the calls, as an agent would, so a
@@ -37,6 +40,8 @@ import (
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/worker"
@@ -44,7 +49,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: faultproc worker|agent -nats URL …")
+		fmt.Fprintln(os.Stderr, "usage: faultproc worker|folder|agent|claimer -nats URL …")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -59,6 +64,7 @@ func main() {
 	timeout := fs.Duration("timeout", time.Hour, "agent: askTimed timeout")
 	report := fs.Bool("report", false, "agent: print each call's outcome")
 	store := fs.String("store", "", "server: JetStream store folder")
+	ackWait := fs.Duration("ackwait", 0, "folder: AckWait of the projection consumer (0: the default)")
 	_ = fs.Parse(os.Args[2:])
 	if os.Args[1] == "server" {
 		if err := serve(*store); err != nil {
@@ -75,6 +81,8 @@ func main() {
 	switch os.Args[1] {
 	case "worker":
 		err = serveWorker(nc, *bound, log)
+	case "folder":
+		err = folder(nc, *ackWait, log)
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed, *timeout, *report)
 		fmt.Println("ready")
@@ -100,22 +108,41 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// serveWorker serves the userQuestions service on the topology the test made.
-func serveWorker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
+// topology provisions, idempotently, the topology the test made.
+func topology(nc *nats.Conn) (jetstream.JetStream, *streams.Topology, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	top, err := streams.Provision(ctx, js, streams.Config{Memory: true})
+	return js, top, err
+}
+
+// serveWorker serves the userQuestions service on the topology the test made.
+func serveWorker(nc *nats.Conn, bound time.Duration, log *slog.Logger) error {
+	js, top, err := topology(nc)
 	if err != nil {
 		return err
 	}
 	svc := worker.New(nc, js, top, worker.Config{ReleaseBound: bound}, log)
-	if err := svc.Start(ctx); err != nil {
+	if err := svc.Start(context.Background()); err != nil {
 		return err
 	}
+	fmt.Println("ready")
+	return nil
+}
+
+// folder runs a projection worker on the topology the test made.
+func folder(nc *nats.Conn, ackWait time.Duration, log *slog.Logger) error {
+	js, top, err := topology(nc)
+	if err != nil {
+		return err
+	}
+	w := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Inbox, nil),
+		projection.WorkerConfig{AckWait: ackWait, Logger: log})
+	go func() { _ = w.Run(context.Background()) }()
 	fmt.Println("ready")
 	return nil
 }
