@@ -45,7 +45,7 @@ func (a Answer) MarshalJSON() ([]byte, error) {
 // Skipped reports whether the user skipped the question.
 func (a Answer) Skipped() bool { return len(a.Selected) == 0 && a.Custom == "" }
 
-// Intent marks a question with a purpose the Host validates. The only kind
+// Intent marks a question with a purpose the worker validates. The only kind
 // is plan review (M8).
 type Intent struct {
 	Kind string `json:"kind"`
@@ -138,7 +138,7 @@ type Batch struct {
 func ParseBatch(data []byte) (Batch, error) {
 	var b Batch
 	if err := json.Unmarshal(data, &b); err != nil {
-		return Batch{}, Newf(CodeBadAnswer, "answer batch is not valid JSON: %v", err)
+		return Batch{}, Wrap(err, CodeBadAnswer, "answer batch is not valid JSON")
 	}
 	if b.Answers == nil {
 		return Batch{}, New(CodeBadAnswer, "answer batch has no answers list")

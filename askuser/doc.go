@@ -8,6 +8,6 @@
 //
 // It never owns a timer, never talks to NATS and never decides question
 // state. Waiting, claims, deadlines and the durable question belong to the
-// question service behind [Service]; the package only turns a model call into
+// question service behind [Asker]; the package only turns a model call into
 // one service request and the service's reply into one tool result.
 package askuser

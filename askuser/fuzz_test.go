@@ -109,7 +109,7 @@ func checkRequests(t *testing.T, mode string, asks []holdover.AskRequest, timedA
 		if err := holdover.ValidateQuestions(req.Questions); err != nil {
 			t.Fatalf("asked invalid questions: %v", err)
 		}
-		if req.TimeoutMs < 1000 || req.TimeoutMs > askuser.MaxTimeout*1000 || req.TimeoutMs%1000 != 0 || req.CallID == "" || req.Agent == nil {
+		if req.TimeoutMs < 1000 || req.TimeoutMs > holdover.MaxTimeoutSeconds*1000 || req.TimeoutMs%1000 != 0 || req.CallID == "" || req.Agent == nil {
 			t.Fatalf("invalid timed request %+v", req)
 		}
 	}

@@ -58,7 +58,7 @@ func inputSchema(timed bool, defaultTimeout int64) *jsonSchema {
 		}, "kind", "approve"),
 	}
 	if timed {
-		lowest, highest := int64(Blocking), int64(MaxTimeout)
+		lowest, highest := int64(holdover.BlockingTimeout), int64(holdover.MaxTimeoutSeconds)
 		props["timeout"] = &jsonSchema{Type: "integer", Description: timeoutDescription(defaultTimeout), Minimum: &lowest, Maximum: &highest}
 	}
 	return object("", props, "questions")
@@ -76,7 +76,7 @@ func intentDescription(timed bool) string {
 // whether to pass a timeout by reading it.
 func timeoutDescription(defaultTimeout int64) string {
 	def := fmt.Sprintf("default %d", defaultTimeout)
-	if defaultTimeout == Blocking {
+	if defaultTimeout == holdover.BlockingTimeout {
 		def = "default -1, which waits until the user answers"
 	}
 	return fmt.Sprintf("Seconds to wait for the user's answers before the call returns pending (%s). "+
@@ -97,7 +97,7 @@ The result is exactly one of two JSON objects:
 func toolSchema(timed bool, defaultTimeout int64) (description string, input json.RawMessage, err error) {
 	input, err = json.Marshal(inputSchema(timed, defaultTimeout))
 	if err != nil {
-		return "", nil, holdover.Newf(holdover.CodeInternal, "encode the %s input schema: %v", holdover.ToolName, err)
+		return "", nil, holdover.Wrapf(err, holdover.CodeInternal, "encode the %s input schema", holdover.ToolName)
 	}
 	if timed {
 		return timedDescription, input, nil

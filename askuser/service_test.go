@@ -11,7 +11,7 @@ import (
 	"github.com/holdover-dev/holdover/askuser"
 )
 
-// questionService is the consumer side of askuser.Service: it records every
+// questionService is the consumer side of askuser.Asker: it records every
 // request the tool makes and replies with a scripted outcome. The real
 // service, on NATS, is tested in its own package.
 type questionService struct {

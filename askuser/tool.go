@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"slices"
@@ -29,21 +30,16 @@ const (
 	// DefaultTimeout is the timed wait when neither the model nor the
 	// configuration names one.
 	DefaultTimeout = 120
-	// Blocking is the timeout that waits until the user answers.
-	Blocking = -1
-	// MaxTimeout is the largest timeout whose milliseconds are still a
-	// valid wait (W1: at most 2147483647 ms).
-	MaxTimeout = 2147483
 )
 
-// Service is the question service as the tool uses it: a blocking ask and a
+// Asker is the question service as the tool uses it: a blocking ask and a
 // timed ask. The service owns the waits, the deadlines and the durable
 // question; the tool only chooses which call to make.
 //
 // The model reads an error's code and message as the tool result, so the
 // message must be fit for it: DELEGATED_CALLER, for one, tells the child
 // agent to put the open question in its final result (M9).
-type Service interface {
+type Asker interface {
 	// Ask waits until the questions are answered. A request with a CallID
 	// is keyed and tracked; one without is a legacy request.
 	Ask(ctx context.Context, req holdover.AskRequest) ([]holdover.Answer, error)
@@ -57,7 +53,7 @@ type Config struct {
 	// Mode is ModeLegacy (the default when empty) or ModeTimed.
 	Mode string
 	// DefaultTimeout is the timed wait in seconds when the model omits
-	// timeout: Blocking or 1..MaxTimeout, 0 meaning DefaultTimeout.
+	// timeout: holdover.BlockingTimeout or 1..holdover.MaxTimeoutSeconds, 0 meaning DefaultTimeout.
 	DefaultTimeout int64
 }
 
@@ -82,7 +78,7 @@ type Result struct {
 // Tool is a registered ask_user_question tool. It is safe for concurrent
 // calls: after New it holds only immutable configuration.
 type Tool struct {
-	svc            Service
+	svc            Asker
 	timed          bool
 	defaultTimeout int64
 	description    string
@@ -92,7 +88,7 @@ type Tool struct {
 // New registers the tool. It rejects an unknown mode and an invalid default
 // timeout now (M2), so that a misconfiguration fails at startup rather than
 // on the model's first question.
-func New(cfg Config, svc Service) (*Tool, error) {
+func New(cfg Config, svc Asker) (*Tool, error) {
 	if svc == nil {
 		return nil, holdover.New(holdover.CodeBadRequest, "ask_user_question needs a question service")
 	}
@@ -107,7 +103,7 @@ func New(cfg Config, svc Service) (*Tool, error) {
 	if t.defaultTimeout == 0 {
 		t.defaultTimeout = DefaultTimeout
 	}
-	if !validTimeout(t.defaultTimeout) {
+	if !holdover.ValidTimeoutSeconds(t.defaultTimeout) {
 		return nil, holdover.Newf(holdover.CodeBadTimeout, "the configured default %s (got %d)", timeoutRule, cfg.DefaultTimeout)
 	}
 	var err error
@@ -151,7 +147,7 @@ func (t *Tool) ask(ctx context.Context, call Call) (answers []holdover.Answer, p
 		return nil, false, err
 	}
 	// Plan review always blocks (M8); only an explicit wait contradicts it.
-	if args.Intent != nil && timeout != nil && *timeout != Blocking {
+	if args.Intent != nil && timeout != nil && *timeout != holdover.BlockingTimeout {
 		return nil, false, holdover.New(holdover.CodeBadIntent, "a plan review waits until the user answers; omit timeout or pass -1")
 	}
 	if t.timed {
@@ -176,7 +172,7 @@ func (t *Tool) ask(ctx context.Context, call Call) (answers []holdover.Answer, p
 	if timeout != nil {
 		seconds = *timeout
 	}
-	if seconds == Blocking || args.Intent != nil {
+	if seconds == holdover.BlockingTimeout || args.Intent != nil {
 		ask.CallID = call.CallID
 		answers, err = t.svc.Ask(ctx, ask)
 		return answers, false, err
@@ -192,11 +188,7 @@ func (t *Tool) ask(ctx context.Context, call Call) (answers []holdover.Answer, p
 }
 
 // timeoutRule is the one sentence every timeout rejection carries.
-const timeoutRule = "timeout must be -1 or a positive integer up to 2147483 seconds"
-
-func validTimeout(seconds int64) bool {
-	return seconds == Blocking || (seconds >= 1 && seconds <= MaxTimeout)
-}
+var timeoutRule = fmt.Sprintf("timeout must be -1 or a positive integer up to %d seconds", holdover.MaxTimeoutSeconds)
 
 // parse decodes the arguments strictly: one JSON object, no unknown fields,
 // nothing after it. It returns the timeout the model passed, nil when it
@@ -223,7 +215,7 @@ func (t *Tool) parse(raw json.RawMessage) (holdover.ToolArgs, *int64, error) {
 		return holdover.ToolArgs{}, nil, holdover.New(holdover.CodeBadTimeout, "this ask_user_question takes no timeout: it waits until the user answers")
 	}
 	var seconds int64
-	if json.Unmarshal(in.Timeout, &seconds) != nil || !validTimeout(seconds) {
+	if json.Unmarshal(in.Timeout, &seconds) != nil || !holdover.ValidTimeoutSeconds(seconds) {
 		return holdover.ToolArgs{}, nil, holdover.New(holdover.CodeBadTimeout, timeoutRule)
 	}
 	return in.ToolArgs, &seconds, nil

@@ -97,7 +97,7 @@ func topology() []Rule {
 	const why = "look the topology up (streams.Open): configuration and counts, no messages; it provisions nothing"
 	var out []Rule
 	for _, n := range []string{streams.SessionsStream, streams.InboxStream, streams.ClaimsStream,
-		kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket), kvStream(streams.ReservationsBucket)} {
+		kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket)} {
 		out = append(out, Rule{jsAPI + "STREAM.INFO." + n, why})
 	}
 	return out
@@ -182,9 +182,8 @@ func sessionConsumers(what string) []Rule {
 // sharedDurables are the durable consumers on SESSIONS that the processes
 // of one role share, by the role that owns them.
 var sharedDurables = map[string]Role{
-	streams.ProjectionDurable:   Worker,
-	streams.ReservationsDurable: Worker,
-	streams.NotifyDurable:       Notifier,
+	streams.ProjectionDurable: Worker,
+	streams.NotifyDurable:     Notifier,
 }
 
 // workerDurables denies a role the durables on SESSIONS other roles share
@@ -195,7 +194,7 @@ var sharedDurables = map[string]Role{
 func workerDurables(own ...Role) []Rule {
 	const why = "another role's shared consumer: re-creating it would change it, pulling from it would take events from its owners, deleting it would replay the log to them"
 	var out []Rule
-	for _, d := range []string{streams.ProjectionDurable, streams.ReservationsDurable, streams.NotifyDurable} {
+	for _, d := range []string{streams.ProjectionDurable, streams.NotifyDurable} {
 		if slices.Contains(own, sharedDurables[d]) {
 			continue
 		}
@@ -259,19 +258,16 @@ func worker() Permissions {
 	p := Permissions{
 		Pub: concat(
 			topology(),
-			sessionConsumers("the shared durables (projection, reservations) and ordered reads of one Session's log (a fold catching up, a late answer's check)"),
+			sessionConsumers("the shared durable (projection) and ordered reads of one Session's log (a fold catching up, a late answer's check)"),
 			directGet(streams.SessionsStream, "a Session's last event: is the View caught up (D6)"),
 			[]Rule{{streams.KVSubjectPrefix + streams.QuestionsBucket + ".*", "write the projection, compare-and-set (D1)"}},
 			directGet(kvStream(streams.QuestionsBucket), "read Views"),
 			directGet(kvStream(streams.RootsBucket), "check a caller is the live root (M9)"),
 			kvWatch(streams.RootsBucket, "keep the live roots cached (M9)"),
-			[]Rule{{kvKeys(streams.ReservationsBucket), "hold and release reply reservations (D8)"}},
-			directGet(kvStream(streams.ReservationsBucket), "read reservations (D8)"),
-			kvWatch(streams.ReservationsBucket, "follow a reservation until its reply is read (D7); list a Session's reservations"),
 			[]Rule{
-				{streams.AllInboxes, "queue an accepted late answer in the Session's inbox (D6)"},
+				{streams.ReplySubjects, "queue an accepted late answer on its call's reply subject, one write that is the reservation and the reply (D6, D8); and, as the projection worker, the markers that release or restore a reply (D8)"},
 			},
-			orderedRead(streams.InboxStream, streams.AllInboxes, "read a Session's inbox (D8)"),
+			directGet(streams.InboxStream, "a reply subject's last message: the call's reservation (D8)"),
 			[]Rule{
 				holdLease(streams.LeaseWorker, "hold its lease on its waits"),
 				{jsAPI + "CONSUMER.DELETE." + streams.ClaimsStream + ".*", "delete a claim once its wait settled, and its own lease when it stops (names are one token: this reaches every consumer of CLAIMS)"},
@@ -291,6 +287,7 @@ func worker() Permissions {
 				inbox(Worker),
 				{advisories + "*." + streams.ClaimsStream + ".*", "hear of claims made on its waits (W2) and of leases and claims that ended, on one subscription"},
 				{streams.OutcomePrefix + ".*.*", "answerers' outcomes of its waterfall requests"},
+				{streams.ReplySubjects, "hear a reply released on its reply subject while it follows a root that may die before reading it (D7)"},
 				{streams.WaitPrefix + ".*.*", "its callers' abort and status requests"},
 				{micro + ">", "answer service discovery (nats micro ls)"},
 				leaseEnds("hear that a caller, a root or a claim ended"),
@@ -353,11 +350,10 @@ func agent() Permissions {
 			topology(),
 			orderedRead(streams.SessionsStream, streams.AllEvents, "read a Session's log to resume it"),
 			directGet(streams.SessionsStream, "a Session's last event"),
-			orderedRead(streams.InboxStream, streams.AllInboxes, "read its Sessions' inboxes (steering, late answers)"),
+			orderedRead(streams.InboxStream, streams.AllInboxes, "read a Session's own inbox subject (steered messages)"),
+			[]Rule{{jsAPI + "CONSUMER.CREATE." + streams.InboxStream + ".*", "read a Session's inbox: one ordered consumer over its own inbox subject and its calls' reply subjects (several filters, which the create subject does not carry)"}},
 			[]Rule{{streams.KVSubjectPrefix + streams.RootsBucket + ".*", "register and release itself as a Session's live root (M9)"}},
 			directGet(kvStream(streams.RootsBucket), "read the live root"),
-			[]Rule{{kvKeys(streams.ReservationsBucket), "claim and release the reservation of a reply it admits or discards (D8)"}},
-			directGet(kvStream(streams.ReservationsBucket), "read reservations (D8)"),
 			[]Rule{
 				{service(streams.EndpointAsk), "ask a question (M1)"},
 				{service(streams.EndpointAskTimed), "ask a timed question (M2)"},
@@ -413,7 +409,7 @@ func operator() Permissions {
 	// Its readers' ordered consumers end by deletion; CLAIMS is left out,
 	// where every consumer is a claim or a lease.
 	for _, s := range []string{streams.SessionsStream, streams.InboxStream,
-		kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket), kvStream(streams.ReservationsBucket)} {
+		kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket)} {
 		p.Pub = append(p.Pub, Rule{jsAPI + "CONSUMER.DELETE." + s + ".*", "delete the ordered consumer a view or a read made (never the durables: denied below)"})
 	}
 	return p

@@ -77,9 +77,10 @@ type inboxFeed struct {
 
 // A timed call is recorded (and folded as open) just before its wait
 // starts, so a look-up right after the fold may not find its deadline yet:
-// it is tried again, a few times, a little later.
+// it is tried again, a few times, each wait twice the one before (0.2 s
+// up to 3.2 s: a loaded worker may take seconds to start the wait).
 const (
-	deadlineRetries = 3
+	deadlineRetries = 5
 	deadlineRetry   = 200 * time.Millisecond
 )
 
@@ -281,7 +282,7 @@ func (f *inboxFeed) retry(sid string, data []byte) {
 	}
 	f.retries[sid] = n + 1
 	version := f.version[sid]
-	time.AfterFunc(deadlineRetry*time.Duration(n+1), func() {
+	time.AfterFunc(deadlineRetry<<n, func() {
 		if f.ctx.Err() != nil {
 			return
 		}

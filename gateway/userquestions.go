@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
@@ -27,12 +28,12 @@ var userQuestionsCalls = []string{"answer", "view"}
 // attachWaitOp is the claim stream (W3): open "userQuestions.attachWait".
 const attachWaitOp = "attachWait"
 
-// UserQuestions binds the userQuestions service through answerer: RPC
+// UserQuestions binds the userQuestions service through the answerer a: RPC
 // calls go to its micro-service endpoints, the attachWait stream holds a
 // claim of the Client's own, and its waterfall requests are followed per
 // watched Session.
-func UserQuestions(answerer *userquestions.Answerer) Service {
-	b := &questionsBinding{a: answerer, live: make(map[waiter.Key]map[string]*liveWait)}
+func UserQuestions(a *answerer.Client) Service {
+	b := &questionsBinding{a: a, live: make(map[waiter.Key]map[string]*liveWait)}
 	return Service{
 		Name:      userquestions.Name,
 		Subjects:  streams.ServicePrefix,
@@ -61,7 +62,7 @@ func (b *questionsBinding) deadlines(ctx context.Context, sid string) (map[strin
 // questionsBinding follows waterfall requests and knows, per wait, whether
 // a request of it is live, so an attach to an ended wait ends at once.
 type questionsBinding struct {
-	a *userquestions.Answerer
+	a *answerer.Client
 
 	mu   sync.Mutex
 	live map[waiter.Key]map[string]*liveWait // wait → request id → end
@@ -74,14 +75,14 @@ type liveWait struct {
 }
 
 // waitOf is the wait a delivery's request answers; unkeyed requests have none.
-func waitOf(d *userquestions.Delivery) (waiter.Key, bool) {
+func waitOf(d *answerer.Delivery) (waiter.Key, bool) {
 	if d.Wait == nil {
 		return waiter.Key{}, false
 	}
 	return waiter.Key{Session: d.Session, CallID: d.Wait.CallID}, true
 }
 
-func (b *questionsBinding) track(d *userquestions.Delivery) {
+func (b *questionsBinding) track(d *answerer.Delivery) {
 	key, ok := waitOf(d)
 	if !ok {
 		return
@@ -101,7 +102,7 @@ func (b *questionsBinding) track(d *userquestions.Delivery) {
 	lw.refs++
 }
 
-func (b *questionsBinding) untrack(d *userquestions.Delivery) {
+func (b *questionsBinding) untrack(d *answerer.Delivery) {
 	key, ok := waitOf(d)
 	if !ok {
 		return
@@ -149,10 +150,10 @@ type questionsHandler struct {
 	sink RequestSink
 
 	mu   sync.Mutex
-	held map[string]*userquestions.Delivery // delivered and not yet cancelled
+	held map[string]*answerer.Delivery // delivered and not yet cancelled
 }
 
-func (h *questionsHandler) Request(d *userquestions.Delivery) {
+func (h *questionsHandler) Request(d *answerer.Delivery) {
 	// Clients see the request as the Host published it, less the reply
 	// subject, which is the gateway's business.
 	shown := d.WaterfallRequest
@@ -163,7 +164,7 @@ func (h *questionsHandler) Request(d *userquestions.Delivery) {
 	}
 	h.mu.Lock()
 	if h.held == nil {
-		h.held = make(map[string]*userquestions.Delivery)
+		h.held = make(map[string]*answerer.Delivery)
 	}
 	h.held[d.RequestID] = d
 	h.mu.Unlock()
@@ -171,7 +172,7 @@ func (h *questionsHandler) Request(d *userquestions.Delivery) {
 	h.sink.Request(&questionRequest{d: d, payload: payload})
 }
 
-func (h *questionsHandler) Cancel(d *userquestions.Delivery, reason string) {
+func (h *questionsHandler) Cancel(d *answerer.Delivery, reason string) {
 	h.mu.Lock()
 	delete(h.held, d.RequestID)
 	h.mu.Unlock()
@@ -180,7 +181,7 @@ func (h *questionsHandler) Cancel(d *userquestions.Delivery, reason string) {
 }
 
 type questionsFollowing struct {
-	w *userquestions.Watch
+	w *answerer.Watch
 	h *questionsHandler
 }
 
@@ -200,7 +201,7 @@ func (f *questionsFollowing) Close(ctx context.Context) error {
 
 // questionRequest is a waterfall request as a gateway Request.
 type questionRequest struct {
-	d       *userquestions.Delivery
+	d       *answerer.Delivery
 	payload json.RawMessage
 }
 

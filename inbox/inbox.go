@@ -1,17 +1,23 @@
 // Package inbox owns each Session's durable inbox and the reply
 // reservations of late answers (D8).
 //
-// A late answer becomes a user message queued on the Session's inbox
-// subject in the INBOX stream; that queued message is the durable reply.
-// The agent runtime reads the inbox (Open, DecodeMsg) and records in the
-// Session log that it spliced, claimed, admitted (as user/message) or
-// discarded each message. A reservation per (Session, call) in the
-// replyReservations bucket covers a reply from queuing through claim to
-// admission, so a call never has two replies waiting; it follows the
-// Session log (Reservation.Apply, Tracker).
+// Steered messages are queued on the Session's inbox subject in the INBOX
+// stream, late replies on a subject of their own call
+// (holdover.session.<sid>.inbox.<call token>); a queued message is the
+// durable reply. The agent runtime reads both (Open, IsMarker, DecodeMsg)
+// and records in the Session log that it spliced, claimed, admitted (as
+// user/message) or discarded each message.
 //
-// The package never decides whether a call may be answered (steer/ does)
-// and never writes the Session log (the runtime does).
+// A call's reservation, which covers its one reply from queuing through
+// claim to admission, is the last message on its reply subject as moved
+// on by the Session events not yet marked there: a reply is published
+// expecting the subject's last message (Replies.Queue), so of concurrent
+// replies one is stored; the projection worker marks what the log does to
+// it (Replies.Release, Replies.Restore); Logged.Step is the log's side of
+// it and Check the one rule that reads both (hold.go).
+//
+// The package never decides whether a call may be answered otherwise
+// (steer/ does) and never writes the Session log (the runtime does).
 package inbox
 
 import (
@@ -30,13 +36,14 @@ import (
 // Subject is the inbox subject of Session sid.
 func Subject(sid string) (string, error) { return streams.InboxSubject(sid) }
 
-// publishAttempts bounds how often Publish sends one message. Every
-// attempt carries the same message id, so a retry after a lost
-// acknowledgement stores nothing twice.
+// publishAttempts bounds how often one message is sent. Every attempt
+// carries the same message id, so a retry after a lost acknowledgement
+// stores nothing twice.
 const publishAttempts = 3
 
 // Publish queues msg durably in Session sid's inbox and returns its inbox
-// stream sequence. The message id is the JetStream message id
+// stream sequence. Late replies go to their call's reply subject instead
+// ([Replies.Queue]). The message id is the JetStream message id
 // (Nats-Msg-Id): within the stream's duplicate window, publishing the same
 // message again is acknowledged without storing a second copy.
 func Publish(ctx context.Context, js jetstream.JetStream, sid string, msg events.Message) (uint64, error) {
@@ -44,23 +51,43 @@ func Publish(ctx context.Context, js jetstream.JetStream, sid string, msg events
 	if err != nil {
 		return 0, err
 	}
-	if err := msg.Validate(); err != nil {
+	data, err := encode(msg)
+	if err != nil {
 		return 0, err
+	}
+	seq, err := publish(ctx, js, &nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(msg.ID))
+	if err != nil {
+		return 0, holdover.Wrapf(err, holdover.CodeInternal, "queue message %s in the inbox of session %s", msg.ID, sid)
+	}
+	return seq, nil
+}
+
+// encode checks and encodes a message for the inbox.
+func encode(msg events.Message) ([]byte, error) {
+	if err := msg.Validate(); err != nil {
+		return nil, err
 	}
 	data, err := json.Marshal(msg)
 	if err != nil {
-		return 0, holdover.Newf(holdover.CodeInternal, "encode inbox message %s: %v", msg.ID, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "encode inbox message %s", msg.ID)
 	}
 	if len(data) > events.MaxEventBytes {
-		return 0, holdover.Newf(holdover.CodeBadRequest, "inbox message %s is %d bytes, over the %d byte limit", msg.ID, len(data), events.MaxEventBytes)
+		return nil, holdover.Newf(holdover.CodeBadRequest, "inbox message %s is %d bytes, over the %d byte limit", msg.ID, len(data), events.MaxEventBytes)
 	}
+	return data, nil
+}
+
+// publish sends m, again after a failure, and returns its stream
+// sequence. A compare-and-set it loses is returned at once: sending the
+// same expectation again cannot win.
+func publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg, opts ...jetstream.PublishOpt) (uint64, error) {
 	for attempt := 1; ; attempt++ {
-		ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(msg.ID))
+		ack, err := js.PublishMsg(ctx, m, opts...)
 		if err == nil {
 			return ack.Sequence, nil
 		}
-		if attempt == publishAttempts || ctx.Err() != nil {
-			return 0, holdover.Newf(holdover.CodeInternal, "queue message %s in the inbox of session %s: %v", msg.ID, sid, err)
+		if attempt == publishAttempts || ctx.Err() != nil || streams.IsConflict(err) {
+			return 0, err
 		}
 	}
 }
@@ -81,7 +108,7 @@ func Decode(data []byte) (events.Message, error) {
 	}
 	var m events.Message
 	if err := json.Unmarshal(data, &m); err != nil {
-		return events.Message{}, holdover.Newf(holdover.CodeBadRequest, "inbox message is not valid JSON: %v", err)
+		return events.Message{}, holdover.Wrap(err, holdover.CodeBadRequest, "inbox message is not valid JSON")
 	}
 	if err := m.Validate(); err != nil {
 		return events.Message{}, err
@@ -89,11 +116,12 @@ func Decode(data []byte) (events.Message, error) {
 	return m, nil
 }
 
-// DecodeMsg decodes a message delivered from the INBOX stream.
+// DecodeMsg decodes a message delivered from the INBOX stream. Pass over
+// reservation markers first ([IsMarker]): they are no message.
 func DecodeMsg(m jetstream.Msg) (Queued, error) {
 	meta, err := m.Metadata()
 	if err != nil {
-		return Queued{}, holdover.Newf(holdover.CodeInternal, "inbox message has no JetStream metadata: %v", err)
+		return Queued{}, holdover.Wrap(err, holdover.CodeInternal, "inbox message has no JetStream metadata")
 	}
 	msg, err := Decode(m.Data())
 	return Queued{Seq: meta.Sequence.Stream, Message: msg}, err
@@ -102,17 +130,19 @@ func DecodeMsg(m jetstream.Msg) (Queued, error) {
 // readerIdle is how long an inbox reader's consumer outlives its client.
 const readerIdle = 30 * time.Second
 
-// Open returns an ordered consumer of Session sid's inbox that starts after
-// inbox stream sequence `after` (0: from the first message). A runtime
-// consumes it (Consume, Messages or Fetch) and decodes with DecodeMsg; it
-// resumes after a restart from the InboxSeq of its last splice.
+// Open returns an ordered consumer of Session sid's inbox, its own subject
+// and every call's reply subject, that starts after inbox stream sequence
+// `after` (0: from the first message). A runtime consumes it (Consume,
+// Messages or Fetch), passes over markers ([IsMarker]) and decodes the
+// rest with DecodeMsg; it resumes after a restart from the InboxSeq of its
+// last splice.
 func Open(ctx context.Context, inbox jetstream.Stream, sid string, after uint64) (jetstream.Consumer, error) {
-	subject, err := Subject(sid)
+	subjects, err := streams.InboxSubjects(sid)
 	if err != nil {
 		return nil, err
 	}
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{subject},
+		FilterSubjects:    subjects,
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: readerIdle,
 	}
@@ -122,7 +152,7 @@ func Open(ctx context.Context, inbox jetstream.Stream, sid string, after uint64)
 	}
 	cons, err := inbox.OrderedConsumer(ctx, cfg)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open the inbox of session %s: %v", sid, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open the inbox of session %s", sid)
 	}
 	return cons, nil
 }

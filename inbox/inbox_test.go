@@ -12,13 +12,12 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
-	"github.com/holdover-dev/holdover/streams"
 )
 
 // DESIGN "Durable path": the reply is published with Nats-Msg-Id = message
 // id, so publishing it again is not a second reply.
 func TestPublishIsIdempotentByMessageID(t *testing.T) {
-	r := newRig(t)
+	r := newReplyRig(t)
 	ctx := context.Background()
 	m := reply(t, "m1", "c1")
 	seq1, err := inbox.Publish(ctx, r.env.JS, "s1", m)
@@ -55,7 +54,7 @@ func TestPublishIsIdempotentByMessageID(t *testing.T) {
 }
 
 func TestPublishRejectsBadInput(t *testing.T) {
-	r := newRig(t)
+	r := newReplyRig(t)
 	ctx := context.Background()
 	_, err := inbox.Publish(ctx, r.env.JS, "a.b", reply(t, "m1", "c1"))
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
@@ -71,7 +70,7 @@ func TestPublishRejectsBadInput(t *testing.T) {
 	require.Equal(t, "holdover.session.s1.inbox", subject)
 	_, err = inbox.Subject(">")
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
-	_, err = streams.ReservationKey("s1", "")
+	_, err = inbox.NewReplies(r.env.JS, r.env.Topology.Inbox, nil).Last(ctx, "s1", "")
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 }
 

@@ -10,13 +10,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // answerWorld is one embedded server with the topology, a Session log
@@ -29,16 +32,19 @@ type answerWorld struct {
 	log *sessionlog.Log
 }
 
-func newAnswerWorld(t testing.TB) *answerWorld { return newAnswerWorldAuth(t, true) }
+func newAnswerWorld(t testing.TB) *answerWorld {
+	return newAnswerWorldOn(t, streams.Config{Memory: true}, true)
+}
 
-// newAnswerWorldAuth is newAnswerWorld with authentication on or off, for
-// benchmarks that measure what it costs.
-func newAnswerWorldAuth(t testing.TB, secure bool) *answerWorld {
+// newAnswerWorldOn is newAnswerWorld with the topology stored as cfg says,
+// and with authentication on or off, for benchmarks that measure what it
+// costs.
+func newAnswerWorldOn(t testing.TB, cfg streams.Config, secure bool) *answerWorld {
 	start := embeddedtest.Start
 	if secure {
 		start = func(t testing.TB, cfg streams.Config) *embeddedtest.Env { return embeddedtest.StartSecure(t, cfg) }
 	}
-	env := start(t, streams.Config{Memory: true})
+	env := start(t, cfg)
 	w := &answerWorld{t: t, env: env}
 	_, js := env.As(t, auth.Agent)
 	w.log = sessionlog.New(js, w.open(js).Sessions)
@@ -52,26 +58,43 @@ func (w *answerWorld) open(js jetstream.JetStream) *streams.Topology {
 	return top
 }
 
-// worker starts a userQuestions service on a connection of its own.
-func (w *answerWorld) worker() *userquestions.Service {
+// worker starts what a question worker runs, each on a connection of its
+// own with worker credentials: the userQuestions service and a projection
+// worker, which writes the Views and the reply reservations' markers (D8).
+func (w *answerWorld) worker() *worker.Service {
+	_, folderJS := w.env.As(w.t, auth.Worker)
+	folderTop := w.open(folderJS)
+	store := projection.NewStore(folderJS, folderTop.Sessions, folderTop.Questions)
 	nc, js := w.env.As(w.t, auth.Worker)
-	svc := userquestions.New(nc, js, w.open(js), userquestions.Config{}, slog.New(slog.DiscardHandler))
+	svc := worker.New(nc, js, w.open(js), worker.Config{Views: store}, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
+	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, folderTop.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = folder.Run(ctx)
+	}()
+	w.t.Cleanup(func() { cancel(); <-done })
 	return svc
 }
 
-// client returns a service client that answers, as a gateway does for
-// its users, on a connection of its own.
-func (w *answerWorld) client() *userquestions.Client {
+// client returns a client that answers late, as a gateway does for its
+// users, on a connection of its own with gateway credentials.
+func (w *answerWorld) client() *answerer.Client {
 	nc, _ := w.env.As(w.t, auth.Gateway)
-	return userquestions.NewClient(nc, 30*time.Second)
+	c, err := answerer.New(nc, answerer.Config{CallTimeout: 30 * time.Second})
+	require.NoError(w.t, err)
+	w.t.Cleanup(c.Close)
+	return c
 }
 
-// agent returns a service client that asks, as an agent runtime does.
-func (w *answerWorld) agent() *userquestions.Client {
+// agent returns a client that asks, as an agent runtime does, with agent
+// credentials.
+func (w *answerWorld) agent() *caller.Client {
 	nc, _ := w.env.As(w.t, auth.Agent)
-	return userquestions.NewClient(nc, 30*time.Second)
+	return newCaller(w.t, nc, caller.Config{CallTimeout: 30 * time.Second})
 }
 
 // roots is the live-root registry as agent runtimes write it.
@@ -80,7 +103,8 @@ func (w *answerWorld) roots() *liveroot.Registry {
 	return liveroot.New(w.open(js).Roots)
 }
 
-// inboxOf reads every message queued for Session sid, as a runtime would.
+// inboxOf reads every message queued for Session sid, on its own inbox
+// subject and its reply subjects, as a runtime would: markers passed over.
 func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
 	return inboxOf(w.t, w.env.Topology.Inbox, sid)
 }
@@ -89,18 +113,23 @@ func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
 func inboxOf(t testing.TB, stream jetstream.Stream, sid string) []inbox.Queued {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	subject, err := inbox.Subject(sid)
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("holdover.session."+sid+".>"))
 	require.NoError(t, err)
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
-	require.NoError(t, err)
-	want := int(info.State.Subjects[subject])
+	want := 0
+	for _, n := range info.State.Subjects {
+		want += int(n)
+	}
 	cons, err := inbox.Open(ctx, stream, sid, 0)
 	require.NoError(t, err)
 	var out []inbox.Queued
-	for len(out) < want {
-		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(5*time.Second))
+	for read := 0; read < want; {
+		batch, err := cons.Fetch(want-read, jetstream.FetchMaxWait(5*time.Second))
 		require.NoError(t, err)
 		for m := range batch.Messages() {
+			read++
+			if inbox.IsMarker(m.Headers()) {
+				continue
+			}
 			q, err := inbox.DecodeMsg(m)
 			require.NoError(t, err)
 			out = append(out, q)

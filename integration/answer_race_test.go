@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/steer/steertest"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // D6, D8: 100 goroutines answering the same continued call at once,
@@ -20,7 +20,7 @@ func TestD8HundredConcurrentAnswersQueueOneReply(t *testing.T) {
 	w := newAnswerWorld(t)
 	w.worker()
 	w.worker()
-	clients := []*userquestions.Client{w.client(), w.client(), w.client(), w.client()}
+	clients := []*answerer.Client{w.client(), w.client(), w.client(), w.client()}
 	qs := steertest.Questions("q1", "q2")
 	steertest.NewSession(t, w.log, "race").Continued("call-1", qs)
 

@@ -24,11 +24,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/ops"
-	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/web"
 )
 
@@ -114,7 +114,7 @@ type browserGateway struct {
 	creds    string // a gateway's NATS credentials
 	addr     string
 	nc       *nats.Conn
-	answerer *userquestions.Answerer
+	answerer *answerer.Client
 	cancel   context.CancelFunc
 	served   chan error
 }
@@ -129,13 +129,13 @@ func (g *browserGateway) start() {
 	_, js := embeddedtest.Connect(g.t, g.natsURL, secure...)
 	tokens, err := gateway.NewTokens(map[string]gateway.Grant{browserToken: {User: "browser", Sessions: []string{gateway.AllSessions}}})
 	require.NoError(g.t, err)
-	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{Log: quiet})
+	ans, err := answerer.New(nc, answerer.Config{Log: quiet})
 	require.NoError(g.t, err)
 	srv, err := gateway.New(gateway.Config{
 		NATS:      nc,
 		JetStream: js,
 		Tokens:    tokens,
-		Services:  []gateway.Service{gateway.UserQuestions(answerer), gateway.Sessions()},
+		Services:  []gateway.Service{gateway.UserQuestions(ans), gateway.Sessions()},
 		Files:     web.Files(),
 		Logger:    quiet,
 	})
@@ -152,7 +152,7 @@ func (g *browserGateway) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
-	g.nc, g.answerer, g.cancel, g.served = nc, answerer, cancel, served
+	g.nc, g.answerer, g.cancel, g.served = nc, ans, cancel, served
 }
 
 // kill stops the gateway the hard way: its NATS connection drops first

@@ -31,7 +31,8 @@ func TestBrowserInboxListsEveryGrantedSessionsQuestionsMostUrgentFirstAndOpensTh
 		w.start(w.ctx, sid, "Set up the service")
 		// Each Session's first question goes pending (nobody claims it from an inbox) before the next starts,
 		// so the live waits' deadlines come in the order the Sessions started.
-		p.waitFor(sid+"'s second question with its time left", `document.querySelector('.inbox-item[data-session="`+sid+`"].state-open .when')?.textContent.startsWith("Continuing in")`)
+		p.waitFor(sid+"'s second question with its time left", `[...document.querySelectorAll('.inbox-item[data-session="`+sid+`"].state-open')].some(e =>
+			e.querySelector(".q-text")?.textContent.includes("Where should it run?") && e.querySelector(".when")?.textContent.startsWith("Continuing in"))`)
 	}
 	p.waitFor("six questions", `document.querySelectorAll(".inbox-item").length === 6`)
 	var items []string

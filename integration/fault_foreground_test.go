@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer/steertest"
@@ -132,7 +134,7 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", url, "-creds", w.creds(auth.Worker), "-bound", fgBound.String())
 
 	log := sessionlog.New(w.env.JS, w.env.Topology.Sessions)
-	answerer := w.answerer(w.as(auth.Gateway))
+	ans := w.answerer(w.as(auth.Gateway))
 	qs := steertest.Questions("q1", "q2")
 	type call struct {
 		s    *steertest.Session
@@ -143,7 +145,7 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 	recs := make([]*fgRecorder, sessions)
 	for i := range sessions {
 		sid := fmt.Sprintf("s%d", i)
-		recs[i] = w.watchWith(answerer, sid)
+		recs[i] = w.watchWith(ans, sid)
 		ref := w.live(sid)
 		s := steertest.NewSession(t, log, sid)
 		s.Header(true)
@@ -154,7 +156,7 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 				holdover.AskTimedRequest{Session: sid, CallID: id, Agent: ref, Questions: qs, TimeoutMs: 3_600_000})})
 		}
 	}
-	var claims []*userquestions.Claim
+	var claims []*answerer.Claim
 	for _, rec := range recs {
 		for j := range calls {
 			d := rec.next(t)
@@ -196,7 +198,7 @@ func TestFaultWorkerKilledDuringLiveWaits(t *testing.T) {
 	w.startWorker(w.as(auth.Worker))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	user := userquestions.NewClient(w.as(auth.Gateway), 0) // answering is a gateway's right, never an agent's
+	user := newUser(t, w.as(auth.Gateway), userquestions.DefaultCallTimeout) // answering is a gateway's right, never an agent's
 	for _, c := range all {
 		res, err := user.Answer(ctx, holdover.AnswerRequest{Session: c.s.ID, CallID: c.id, Answers: steertest.Choose(qs)})
 		require.NoError(t, err, "%s/%s", c.s.ID, c.id)
@@ -217,7 +219,7 @@ func TestFaultAgentKilledMidWait(t *testing.T) {
 		"-session", "s1", "-instance", ref.Instance, "-epoch", fmt.Sprint(ref.Epoch),
 		"-timed", fmt.Sprint(timed), "-keyed", fmt.Sprint(keyed))
 
-	var claims []*userquestions.Claim
+	var claims []*answerer.Claim
 	for i := range timed + keyed {
 		d := rec.next(t)
 		if i%4 == 0 {
@@ -239,5 +241,90 @@ func TestFaultAgentKilledMidWait(t *testing.T) {
 		fgClosed(t, c)
 	}
 	w.waitsAre(w.worker, 0)
-	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer is left")
+	assert.Equal(t, 0, fgTimers(w.clock), "no deadline timer is left")
+}
+
+// fgLeaseless starts a faultproc that asks a keyed blocking ask and an
+// askTimed of sid with no caller lease, as the nats CLI would, and returns
+// it with what each call was answered.
+func fgLeaseless(t *testing.T, bin, url, sid string, ref *holdover.AgentRef) (*fgProc, map[string]holdover.Error) {
+	t.Helper()
+	p := fgStart(t, bin, "leaseless", "-nats", url, "-session", sid, "-instance", ref.Instance, "-epoch", fmt.Sprint(ref.Epoch))
+	var said map[string]struct {
+		holdover.Error
+		TookMs int64 `json:"tookMs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.said), &said), p.said)
+	out := map[string]holdover.Error{}
+	for _, op := range []string{userquestions.OpAsk, userquestions.OpAskTimed} {
+		a, ok := said[op]
+		require.True(t, ok, "%s: %s", op, p.said)
+		t.Logf("a lease-less %s was answered %s after %d ms", op, a.Code, a.TookMs)
+		// Refused at once: sooner than any lease could tell it of a dead
+		// worker, and not at the end of the hour's deadline, nor of a
+		// blocking ask that never ends.
+		assert.Less(t, time.Duration(a.TookMs)*time.Millisecond, fgBound)
+		out[op] = a.Error
+	}
+	return p, out
+}
+
+// Issue 8: a caller without a lease (the nats CLI, a runtime that does not
+// know of it) is refused BAD_REQUEST, naming the header, before any wait
+// exists. A SIGKILL of it then leaves nothing: no wait, no inflight entry,
+// and its call ids are free for the next caller (no DUPLICATE_WAIT).
+func TestFaultLeaselessCallerKilled(t *testing.T) {
+	t.Parallel()
+	w := newFGWorld(t)
+	rec := w.watch("s1")
+	ref := w.live("s1")
+	victim, refused := fgLeaseless(t, fgProcBinary(t), w.env.Server.ClientURL(), "s1", ref)
+	for op, e := range refused {
+		assert.Equal(t, holdover.CodeBadRequest, e.Code, op)
+		assert.Contains(t, e.Message, userquestions.HeaderCallerLease, op)
+		assert.Contains(t, e.Message, "caller is gone", op+": the message says why")
+	}
+	victim.kill()
+
+	w.waitsAre(w.worker, 0)
+	listed, err := w.client().Inflight(context.Background(), "s1")
+	require.NoError(t, err)
+	assert.Empty(t, listed)
+	select {
+	case d := <-rec.requests:
+		t.Fatalf("a refused call reached the Clients: %+v", d.WaterfallRequest)
+	default:
+	}
+
+	agent := w.client()
+	keyed := w.ask(context.Background(), agent, holdover.AskRequest{Session: "s1", CallID: "keyed", Agent: ref, Questions: fgQuestions})
+	timed := w.askTimed(context.Background(), agent, fgTimed("s1", "timed", ref, 60_000))
+	for range 2 {
+		require.NoError(t, rec.next(t).Settle(fgAnswer("yes")))
+	}
+	assert.NoError(t, fgWait(t, keyed).err, "the call id is free")
+	r := fgWait(t, timed)
+	require.NoError(t, r.err, "the call id is free")
+	assert.Len(t, r.out.Answers, 1)
+}
+
+// Issue 8: a lease-less caller learns at once that it was refused, so a
+// worker SIGKILLed afterwards leaves it waiting on nothing; a leased
+// caller whose worker is SIGKILLed turns pending within the release bound
+// (TestFaultWorkerKilledDuringLiveWaits).
+func TestFaultLeaselessCallerWhoseWorkerIsKilled(t *testing.T) {
+	t.Parallel()
+	w := newFGWorld(t)
+	w.worker.Stop() // the worker under test is a process of its own
+	url := w.env.Server.ClientURL()
+	bin := fgProcBinary(t)
+	victim := fgStart(t, bin, "worker", "-nats", url, "-bound", fgBound.String())
+	ref := w.live("s1")
+
+	_, refused := fgLeaseless(t, bin, url, "s1", ref)
+	for op, e := range refused {
+		assert.Equal(t, holdover.CodeBadRequest, e.Code, op)
+		assert.Contains(t, e.Message, userquestions.HeaderCallerLease, op)
+	}
+	victim.kill() // the caller has its answer already: nothing of it waits on the worker
 }

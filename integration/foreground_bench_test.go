@@ -12,10 +12,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // Benchmarks of the foreground path (issue 3). Each reports its figure
@@ -43,7 +45,7 @@ func fgMicros(d time.Duration) float64 { return float64(d) / float64(time.Micros
 // happens, so no test goroutine stands in between. Targets: each at most
 // 3× the round trip, p99 under 2 ms.
 func BenchmarkForegroundLatency(b *testing.B) {
-	w := newFGWorld(b) // Host deadlines on a fake clock never fire
+	w := newFGWorld(b) // deadlines on a fake clock never fire
 	responder := w.conn()
 	call := fgBenchCalls(b, w)
 	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
@@ -140,13 +142,13 @@ type fgAutoAnswer struct {
 	answered chan [2]time.Time
 }
 
-func (a *fgAutoAnswer) Request(d *userquestions.Delivery) {
+func (a *fgAutoAnswer) Request(d *answerer.Delivery) {
 	got := time.Now()
 	require.NoError(a.b, d.Settle(fgAnswer("yes")))
 	a.answered <- [2]time.Time{got, got}
 }
 
-func (a *fgAutoAnswer) Cancel(*userquestions.Delivery, string) {}
+func (a *fgAutoAnswer) Cancel(*answerer.Delivery, string) {}
 
 // The worker's memory per live timed wait with one claim, over 10,000
 // live waits. The server, the agent and the claiming Client run in other
@@ -162,7 +164,7 @@ func BenchmarkForegroundMemoryPerWait(b *testing.B) {
 	defer cancel()
 	top, err := streams.Provision(ctx, js, streams.Config{Memory: true})
 	require.NoError(b, err)
-	svc := userquestions.New(nc, js, top, userquestions.Config{}, slog.New(slog.DiscardHandler))
+	svc := worker.New(nc, js, top, worker.Config{}, slog.New(slog.DiscardHandler))
 	require.NoError(b, svc.Start(ctx))
 	b.Cleanup(svc.Stop)
 	require.NoError(b, nc.Flush())

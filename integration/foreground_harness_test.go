@@ -13,11 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // fgBound is the release bound of every claim and lease in these tests:
@@ -37,8 +40,8 @@ type fgWorld struct {
 	t      testing.TB
 	env    *embeddedtest.Env
 	clock  *clockwork.FakeClock
-	worker *userquestions.Service
-	agent  *userquestions.Client
+	worker *worker.Service
+	agent  *caller.Client
 	log    *slog.Logger
 }
 
@@ -82,14 +85,14 @@ func (w *fgWorld) creds(r auth.Role) string { return w.env.Auth.Creds(w.env.Tena
 
 // startWorker runs a worker on nc (a worker's credentials), over the
 // topology as nc sees it, stopped when the test ends.
-func (w *fgWorld) startWorker(nc *nats.Conn) *userquestions.Service {
+func (w *fgWorld) startWorker(nc *nats.Conn) *worker.Service {
 	w.t.Helper()
 	js, err := jetstream.New(nc)
 	require.NoError(w.t, err)
 	top, err := streams.Open(context.Background(), js)
 	require.NoError(w.t, err)
-	svc := userquestions.New(nc, js, top, userquestions.Config{
-		Foreground: userquestions.ForegroundConfig{Clock: w.clock, ReleaseBound: fgBound},
+	svc := worker.New(nc, js, top, worker.Config{
+		Clock: w.clock, ReleaseBound: fgBound,
 	}, w.log)
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
@@ -103,18 +106,15 @@ func (w *fgWorld) startWorker(nc *nats.Conn) *userquestions.Service {
 func (w *fgWorld) conn() *nats.Conn { return w.as(auth.Admin) }
 
 // client returns an agent Client on a connection of its own.
-func (w *fgWorld) client() *userquestions.Client {
+func (w *fgWorld) client() *caller.Client {
 	w.t.Helper()
-	c := userquestions.NewClient(w.as(auth.Agent), 0)
-	c.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: fgBound, Log: w.log})
-	w.t.Cleanup(c.Close)
-	return c
+	return newCaller(w.t, w.as(auth.Agent), caller.Config{ReleaseBound: fgBound, Log: w.log})
 }
 
 // answerer returns an answerer (a gateway, say) on nc.
-func (w *fgWorld) answerer(nc *nats.Conn) *userquestions.Answerer {
+func (w *fgWorld) answerer(nc *nats.Conn) *answerer.Client {
 	w.t.Helper()
-	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: fgBound, Log: w.log})
+	a, err := answerer.New(nc, answerer.Config{ReleaseBound: fgBound, Log: w.log})
 	require.NoError(w.t, err)
 	w.t.Cleanup(a.Close)
 	return a
@@ -126,9 +126,9 @@ func (w *fgWorld) watch(sid string) *fgRecorder {
 	return w.watchWith(w.answerer(w.as(auth.Gateway)), sid)
 }
 
-func (w *fgWorld) watchWith(a *userquestions.Answerer, sid string) *fgRecorder {
+func (w *fgWorld) watchWith(a *answerer.Client, sid string) *fgRecorder {
 	w.t.Helper()
-	rec := &fgRecorder{requests: make(chan *userquestions.Delivery, 1000), cancels: make(chan fgCancel, 1000)}
+	rec := &fgRecorder{requests: make(chan *answerer.Delivery, 1000), cancels: make(chan fgCancel, 1000)}
 	watch, err := a.Watch(context.Background(), sid, rec)
 	require.NoError(w.t, err)
 	w.t.Cleanup(func() { _ = watch.Close(context.Background()) })
@@ -155,7 +155,7 @@ func (w *fgWorld) roots() *liveroot.Registry {
 }
 
 // waitsAre waits until the worker holds n live waits.
-func (w *fgWorld) waitsAre(svc *userquestions.Service, n int) {
+func (w *fgWorld) waitsAre(svc *worker.Service, n int) {
 	w.t.Helper()
 	require.Eventually(w.t, func() bool { return svc.LiveWaits() == n }, fgPatience, time.Millisecond,
 		"want %d live waits, have %d", n, svc.LiveWaits())
@@ -170,7 +170,7 @@ type fgResult struct {
 }
 
 // askTimed starts an askTimed call and returns where its result lands.
-func (w *fgWorld) askTimed(ctx context.Context, c *userquestions.Client, req holdover.AskTimedRequest) <-chan fgResult {
+func (w *fgWorld) askTimed(ctx context.Context, c *caller.Client, req holdover.AskTimedRequest) <-chan fgResult {
 	done := make(chan fgResult, 1)
 	go func() {
 		start := time.Now()
@@ -181,7 +181,7 @@ func (w *fgWorld) askTimed(ctx context.Context, c *userquestions.Client, req hol
 }
 
 // ask starts a blocking ask and returns where its result lands.
-func (w *fgWorld) ask(ctx context.Context, c *userquestions.Client, req holdover.AskRequest) <-chan fgResult {
+func (w *fgWorld) ask(ctx context.Context, c *caller.Client, req holdover.AskRequest) <-chan fgResult {
 	done := make(chan fgResult, 1)
 	go func() {
 		start := time.Now()
@@ -214,7 +214,7 @@ func fgPendingOnly(t testing.TB, done <-chan fgResult) {
 
 // fgRecorder is a Handler that hands every delivery and cancel to a channel.
 type fgRecorder struct {
-	requests chan *userquestions.Delivery
+	requests chan *answerer.Delivery
 	cancels  chan fgCancel
 }
 
@@ -223,12 +223,12 @@ type fgCancel struct {
 	reason    string
 }
 
-func (r *fgRecorder) Request(d *userquestions.Delivery) { r.requests <- d }
-func (r *fgRecorder) Cancel(d *userquestions.Delivery, reason string) {
+func (r *fgRecorder) Request(d *answerer.Delivery) { r.requests <- d }
+func (r *fgRecorder) Cancel(d *answerer.Delivery, reason string) {
 	r.cancels <- fgCancel{requestID: d.RequestID, reason: reason}
 }
 
-func (r *fgRecorder) next(t testing.TB) *userquestions.Delivery {
+func (r *fgRecorder) next(t testing.TB) *answerer.Delivery {
 	t.Helper()
 	select {
 	case d := <-r.requests:
@@ -251,7 +251,7 @@ func (r *fgRecorder) cancel(t testing.TB) fgCancel {
 }
 
 // claim attaches to d's wait and returns the claim with its one frame.
-func fgClaim(t testing.TB, d *userquestions.Delivery) (*userquestions.Claim, time.Duration) {
+func fgClaim(t testing.TB, d *answerer.Delivery) (*answerer.Claim, time.Duration) {
 	t.Helper()
 	c, err := d.AttachWait(context.Background())
 	require.NoError(t, err)
@@ -262,12 +262,12 @@ func fgClaim(t testing.TB, d *userquestions.Delivery) (*userquestions.Claim, tim
 	return c, remaining
 }
 
-func fgClosed(t testing.TB, c *userquestions.Claim) {
+func fgClosed(t testing.TB, c *answerer.Claim) {
 	t.Helper()
 	select {
 	case <-c.Closed():
 	case <-time.After(fgPatience):
-		t.Fatal("the Host did not close the claim")
+		t.Fatal("the worker did not close the claim")
 	}
 }
 

@@ -10,11 +10,15 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/caller"
+	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
 	"github.com/holdover-dev/holdover/waiter/waitertest"
@@ -24,14 +28,14 @@ func fgTimed(sid, call string, agent *holdover.AgentRef, ms int64) holdover.AskT
 	return holdover.AskTimedRequest{Session: sid, CallID: call, Agent: agent, Questions: fgQuestions, TimeoutMs: ms}
 }
 
-// fgTimers counts the fake clock's armed timers: the Host deadlines that
+// fgTimers counts the fake clock's armed timers: the wait deadlines that
 // run now.
 func fgTimers(clock *clockwork.FakeClock) int { return waitertest.Timers(clock) }
 
 // watchedCall1 has a Client watch Session s1 and the agent ask call-1
 // there with a five-second timeout. It returns the Client's recorder,
 // where the call's result lands, and the request the Client got.
-func (w *fgWorld) watchedCall1(ctx context.Context) (*fgRecorder, <-chan fgResult, *userquestions.Delivery) {
+func (w *fgWorld) watchedCall1(ctx context.Context) (*fgRecorder, <-chan fgResult, *answerer.Delivery) {
 	w.t.Helper()
 	rec := w.watch("s1")
 	done := w.askTimed(ctx, w.agent, fgTimed("s1", "call-1", w.live("s1"), 5000))
@@ -49,14 +53,15 @@ func fgReturned(t testing.TB, done <-chan fgResult) fgResult {
 
 // fgSettle answers d with choice and returns the agent's call, which must
 // return without an error.
-func fgSettle(t testing.TB, d *userquestions.Delivery, done <-chan fgResult, choice string) fgResult {
+func fgSettle(t testing.TB, d *answerer.Delivery, done <-chan fgResult, choice string) fgResult {
 	t.Helper()
 	require.NoError(t, d.Settle(fgAnswer(choice)))
 	return fgReturned(t, done)
 }
 
 // W3, W4, W8: an answer in time reaches the agent; the claim got the
-// Host-computed time left and is closed by the Host when the request settles.
+// time left as the worker computed it, and the worker closes it when the
+// request settles.
 func TestForegroundAnswerInTimeThroughTheWaterfall(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
@@ -66,7 +71,7 @@ func TestForegroundAnswerInTimeThroughTheWaterfall(t *testing.T) {
 	w.clock.Advance(time.Second)
 	claim, remaining := fgClaim(t, d)
 	assert.Equal(t, 4000*time.Millisecond, remaining, "the frame counts from the original deadline")
-	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer runs while a Client holds a claim (W2)")
+	assert.Equal(t, 0, fgTimers(w.clock), "no deadline timer runs while a Client holds a claim (W2)")
 
 	assert.Equal(t, holdover.Outcome{Answers: fgAnswer("yes")}, fgSettle(t, d, done, "yes").out)
 	fgClosed(t, claim)
@@ -88,15 +93,15 @@ func TestForegroundClientCountdownIsPending(t *testing.T) {
 	assert.Equal(t, userquestions.ReasonExpired, rec.cancel(t).reason)
 }
 
-// W2, W5: with no claim, the Host deadline ends the wait as pending, to the
+// W2, W5: with no claim, the deadline ends the wait as pending, to the
 // millisecond of the fake clock.
-func TestForegroundUnattendedHostDeadlineIsPending(t *testing.T) {
+func TestForegroundUnattendedDeadlineIsPending(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
 	rec, done, d := w.watchedCall1(context.Background()) // delivered, which is not a claim (W2)
 
 	w.clock.Advance(4999 * time.Millisecond)
-	assert.Equal(t, 1, fgTimers(w.clock), "the Host deadline still runs")
+	assert.Equal(t, 1, fgTimers(w.clock), "the deadline still runs")
 	fgPendingOnly(t, done)
 	w.clock.Advance(time.Millisecond)
 	assert.Equal(t, holdover.Outcome{Pending: true}, fgReturned(t, done).out)
@@ -213,7 +218,7 @@ func TestForegroundDelegationReleasesTheClaim(t *testing.T) {
 }
 
 // A killed Client connection ends its claim through NATS interest loss,
-// with no heartbeat: the Host deadline, long passed, resumes within the
+// with no heartbeat: the deadline, long passed, resumes within the
 // release bound and the call turns pending.
 func TestForegroundKilledClientConnectionResumesTheDeadline(t *testing.T) {
 	t.Parallel()
@@ -237,8 +242,9 @@ func TestForegroundKilledClientConnectionResumesTheDeadline(t *testing.T) {
 }
 
 // W8: fifty Clients answer the same call at the same moment; exactly one
-// outcome reaches the agent. The agent here is a raw NATS caller, so every
-// reply message it gets is counted.
+// outcome reaches the agent. The agent here is a raw NATS caller holding
+// a caller lease, so every message it gets is counted: one accepted frame,
+// then one reply.
 func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
@@ -248,14 +254,21 @@ func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 		recs[i] = w.watch("s1")
 	}
 	agentNC := w.as(auth.Agent)
+	agentJS, err := jetstream.New(agentNC)
+	require.NoError(t, err)
 	inbox := agentNC.NewInbox()
+	callerLease, err := lease.Hold(context.Background(), agentNC, agentJS, userquestions.RoleCaller, "", fgBound)
+	require.NoError(t, err)
 	replies, err := agentNC.SubscribeSync(inbox)
 	require.NoError(t, err)
 	body, err := json.Marshal(fgTimed("s1", "call-1", w.live("s1"), 60000))
 	require.NoError(t, err)
-	require.NoError(t, agentNC.PublishRequest(userquestions.Subject("askTimed"), inbox, body))
+	ask := nats.NewMsg(userquestions.Subject(userquestions.OpAskTimed))
+	ask.Reply, ask.Data = inbox, body
+	ask.Header.Set(userquestions.HeaderCallerLease, callerLease.Name())
+	require.NoError(t, agentNC.PublishMsg(ask))
 
-	deliveries := make([]*userquestions.Delivery, clients)
+	deliveries := make([]*answerer.Delivery, clients)
 	for i, rec := range recs {
 		deliveries[i] = rec.next(t)
 	}
@@ -270,8 +283,17 @@ func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 	close(start)
 	wg.Wait()
 
-	first, err := replies.NextMsg(fgPatience)
-	require.NoError(t, err)
+	var first *nats.Msg
+	for accepted := 0; first == nil; {
+		m, err := replies.NextMsg(fgPatience)
+		require.NoError(t, err)
+		if m.Header.Get(userquestions.HeaderFrame) == userquestions.FrameAccepted {
+			accepted++
+			require.Equal(t, 1, accepted, "one accepted frame")
+			continue
+		}
+		first = m
+	}
 	var out holdover.Outcome
 	require.NoError(t, json.Unmarshal(first.Data, &out))
 	require.Len(t, out.Answers, 1)
@@ -281,8 +303,14 @@ func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 	}
 	// Every losing outcome reached the worker before the cancel notices went
 	// out or is dropped as it arrives; none becomes a second reply.
-	_, err = replies.NextMsg(200 * time.Millisecond)
-	assert.ErrorIs(t, err, nats.ErrTimeout, "a second outcome reached the agent")
+	for {
+		m, err := replies.NextMsg(200 * time.Millisecond)
+		if err != nil {
+			assert.ErrorIs(t, err, nats.ErrTimeout)
+			break
+		}
+		require.Equal(t, userquestions.FrameAccepted, m.Header.Get(userquestions.HeaderFrame), "a second outcome reached the agent")
+	}
 }
 
 // W1: a second wait for a live call is DUPLICATE_WAIT; the first goes on.
@@ -332,8 +360,7 @@ func TestForegroundClosedAgentAbortsItsWaits(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
 	rec := w.watch("s1")
-	agent := userquestions.NewClient(w.as(auth.Agent), 0)
-	agent.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: 30 * time.Second, Log: w.log})
+	agent := newCaller(t, w.as(auth.Agent), caller.Config{ReleaseBound: 30 * time.Second, Log: w.log})
 	ref := w.live("s1")
 	var calls []<-chan fgResult
 	for i := range 3 {
@@ -360,8 +387,7 @@ func TestForegroundDeadAgentLeavesNoWait(t *testing.T) {
 	w := newFGWorld(t)
 	rec := w.watch("s1")
 	nc := w.as(auth.Agent)
-	agent := userquestions.NewClient(nc, 0)
-	agent.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: fgBound, Log: w.log})
+	agent := newCaller(t, nc, caller.Config{ReleaseBound: fgBound, Log: w.log})
 	ref := w.live("s1")
 	for i := range 3 {
 		w.askTimed(context.Background(), agent, fgTimed("s1", fmt.Sprintf("call-%d", i), ref, 5000))
@@ -374,7 +400,7 @@ func TestForegroundDeadAgentLeavesNoWait(t *testing.T) {
 		assert.Equal(t, userquestions.ReasonAborted, rec.cancel(t).reason)
 	}
 	w.waitsAre(w.worker, 0)
-	assert.Equal(t, 0, fgTimers(w.clock), "no Host timer is left")
+	assert.Equal(t, 0, fgTimers(w.clock), "no deadline timer is left")
 }
 
 // A worker whose connection dies mid-wait leaves no agent call hanging:
@@ -411,7 +437,7 @@ func TestForegroundStoppingWorkerHandsOver(t *testing.T) {
 	w.worker.Stop()
 	assert.True(t, fgReturned(t, timed).out.Pending)
 
-	var again *userquestions.Delivery
+	var again *answerer.Delivery
 	for again == nil {
 		d := rec.next(t)
 		if d.CallID == "call-2" && d.RequestID != first.RequestID {
@@ -421,7 +447,7 @@ func TestForegroundStoppingWorkerHandsOver(t *testing.T) {
 	assert.Equal(t, fgAnswer("yes"), fgSettle(t, again, blocking, "yes").answers)
 }
 
-// An answer batch that does not fit the questions is dropped by the Host;
+// An answer batch that does not fit the questions is dropped by the worker;
 // the request stays open for a good one.
 func TestForegroundMalformedBatchAnswersNothing(t *testing.T) {
 	t.Parallel()
@@ -470,8 +496,12 @@ func TestForegroundRefusals(t *testing.T) {
 	_, err := w.roots().RegisterChild(context.Background(), "child", "runtime-child", "parent-agent")
 	require.NoError(t, err)
 
+	// A raw request naming the agent's caller lease, as every ask must.
 	raw := func(op, body string) error {
-		msg, err := w.env.Conn.Request(userquestions.Subject(op), []byte(body), fgPatience)
+		req := nats.NewMsg(userquestions.Subject(op))
+		req.Data = []byte(body)
+		req.Header.Set(userquestions.HeaderCallerLease, w.agent.Lease())
+		msg, err := w.env.Conn.RequestMsg(req, fgPatience)
 		require.NoError(t, err)
 		if msg.Header.Get(userquestions.ErrorCodeHeader) == "" {
 			return nil

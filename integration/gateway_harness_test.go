@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/sessionlog"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // gwWorld is the foreground world (a worker with Host deadlines on a fake
@@ -66,7 +66,7 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 		gwTokenBo:  {User: "bo", Sessions: []string{gateway.AllSessions}},
 	})
 	require.NoError(tb, err)
-	answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: fgBound, Log: log})
+	ans, err := answerer.New(nc, answerer.Config{ReleaseBound: fgBound, Log: log})
 	require.NoError(tb, err)
 	js, err := jetstream.New(nc) // the gateway's own credentials, for everything it does
 	require.NoError(tb, err)
@@ -74,7 +74,7 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 		NATS:      nc,
 		JetStream: js,
 		Tokens:    tokens,
-		Services:  []gateway.Service{gateway.UserQuestions(answerer), gateway.Sessions()},
+		Services:  []gateway.Service{gateway.UserQuestions(ans), gateway.Sessions()},
 		Limits:    limits,
 		Logger:    log,
 	})
@@ -87,7 +87,7 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 	tb.Cleanup(func() {
 		cancel()
 		require.NoError(tb, <-served)
-		answerer.Close()
+		ans.Close()
 	})
 	return srv, "ws://" + ln.Addr().String() + "/ws"
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -278,7 +279,7 @@ func TestGatewayCallsReachTheServiceAndKeepItsErrors(t *testing.T) {
 	ana.send(map[string]any{"type": "call", "id": "c2", "method": "userQuestions.answer",
 		"params": map[string]any{"session": "s1", "callId": "", "answers": fgAnswer("yes")}})
 	f := ana.take("the service's error", gwTypeID("error", "c2"))
-	direct := userquestions.NewClient(w.conn(), 0)
+	direct := newUser(t, w.as(auth.Gateway), userquestions.DefaultCallTimeout)
 	_, derr := direct.Answer(context.Background(), holdover.AnswerRequest{Session: "s1", CallID: "", Answers: fgAnswer("yes")})
 	require.Error(t, derr)
 	assert.Equal(t, string(holdover.CodeOf(derr)), f.Code)

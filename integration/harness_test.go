@@ -23,7 +23,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
@@ -323,7 +326,9 @@ func (f *fleet) start() int {
 	require.NoError(f.t, err)
 	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
 	require.NoError(f.t, err)
-	w := projection.NewWorker(projection.NewStore(js, sessions, kv), f.cfg)
+	inboxStream, err := js.Stream(ctx, streams.InboxStream)
+	require.NoError(f.t, err)
+	w := projection.NewWorker(projection.NewStore(js, sessions, kv), inbox.NewReplies(js, inboxStream, nil), f.cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	m := &fleetWorker{nc: nc, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- w.Run(ctx) }()
@@ -371,4 +376,25 @@ func counterValue(c prometheus.Counter) float64 {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// newCaller returns a caller Client on nc, holding its caller lease, and
+// closes it with the test.
+func newCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Client {
+	t.Helper()
+	c, err := caller.New(context.Background(), nc, cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// newUser returns the Client a user answers late through, as a gateway
+// does for its users (nc has a gateway's credentials: an agent may not
+// answer), with calls bounded by timeout; it closes with the test.
+func newUser(t testing.TB, nc *nats.Conn, timeout time.Duration) *answerer.Client {
+	t.Helper()
+	a, err := answerer.New(nc, answerer.Config{CallTimeout: timeout})
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	return a
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
@@ -75,6 +76,46 @@ on late answer say Switching to {answers} for {callId}.`)
 	w.stop(w.worker)
 }
 
+// The agent process is SIGKILLed during independent work after it spliced
+// a late reply into its inbox and before its next step admitted it. The
+// log holds the reply (D8): another answer is REPLY_QUEUED while no agent
+// runs. The restarted process restores the reply from its splice, claims
+// it again, which re-reserves it, and admits it once; the reply is read
+// from the inbox only once.
+func TestRestartAgentKilledWithASplicedReplyClaimsItAgain(t *testing.T) {
+	t.Parallel()
+	w := newRestartWorld(t, pendingThenWork)
+	first, _ := w.workingAfterPending()
+	res, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
+	require.NoError(t, err)
+	require.True(t, res.Accepted)
+	w.awaitView("the reply spliced while the work runs", func(v projection.View) bool {
+		c, ok := v.Find("call_1")
+		return ok && c.Queued != nil && c.Queued.MessageID == res.MessageID
+	})
+	first.kill()
+
+	_, err = w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
+	require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err), "the spliced reply holds the call while no agent runs (D8)")
+
+	second := w.agent("--session", restartSession, "--pool")
+	evts := w.awaitLateReaction()
+	w.requireAdmitted(evts, res.MessageID)
+	spliced := 0
+	for _, e := range evts {
+		if b, ok := e.Body.(*events.InboxSpliced); ok && b.Message.ID == res.MessageID {
+			spliced++
+		}
+	}
+	require.Equal(t, 1, spliced, "restored from the log, not read again:\n%s", runtimetest.Describe(evts))
+	w.requireSettledLate(evts)
+	after, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
+	require.NoError(t, err)
+	require.False(t, after.Accepted, "settled by the one reply")
+	w.stop(second)
+	w.stop(w.worker)
+}
+
 // The agent process is SIGKILLed during independent work after its
 // question returned pending, and nothing restarts it. A late answer is
 // accepted all the same and waits durably in the Session inbox, holding
@@ -85,28 +126,23 @@ on late answer say Switching to {answers} for {callId}.`)
 // runtime, D7; restart_pool_test.go has another pool process take it.)
 func TestRestartAnswerWaitsInTheInboxUntilTheAgentIsBack(t *testing.T) {
 	t.Parallel()
-	w := newRestartWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 1
-work 1 step of 60s
-on late answer say Switching to {answers} for {callId}.
-say Done.`)
-	first := w.agent("--session", restartSession, "--prompt", "Set up the service.", "--pool")
-	evts := w.Await(restartSession, "independent work after the pending result", sleeping)
+	w := newRestartWorld(t, pendingThenWork)
+	first, evts := w.workingAfterPending()
 	pending, ok := holdover.ParsePending(events.JoinText(runtimetest.Last[*events.ToolResult](t, evts).Content))
 	require.True(t, ok, "the call returned pending:\n%s", runtimetest.Describe(evts))
 	require.Equal(t, "call_1", pending.CallID)
-	w.awaitView("call_1 continued", callIs("call_1", projection.Continued))
 	first.kill()
 
 	res, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
 	require.NoError(t, err)
 	require.True(t, res.Accepted, "a continued question is answerable while no agent runs")
-	subject, err := streams.InboxSubject(restartSession)
+	subject, err := streams.ReplySubject(restartSession, "call_1")
 	require.NoError(t, err)
 	raw, err := w.env.Topology.Inbox.GetLastMsgForSubject(w.ctx, subject)
 	require.NoError(t, err)
 	queued, err := inbox.Decode(raw.Data)
 	require.NoError(t, err)
-	require.Equal(t, res.MessageID, queued.ID, "the reply is the last message of the Session inbox")
+	require.Equal(t, res.MessageID, queued.ID, "the reply is the last message of its call's reply subject")
 	require.Equal(t, events.QuestionReply("call_1"), queued.Source)
 	_, err = w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
 	require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err), "the queued reply holds the call (D8)")
@@ -124,15 +160,34 @@ say Done.`)
 	w.stop(w.worker)
 }
 
+// pendingThenWork is a script whose question returns pending after a
+// second and whose agent then works for a minute: a late answer comes
+// while it works or after it was killed, and the model reacts to it.
+const pendingThenWork = `ask db "Which database?" options Postgres,SQLite timeout 1
+work 1 step of 60s
+on late answer say Switching to {answers} for {callId}.
+say Done.`
+
+// workingAfterPending starts the agent of pendingThenWork and waits until
+// its question is continued and it works; it returns the agent and the
+// log so far.
+func (w *restartWorld) workingAfterPending() (*fgProc, []events.Event) {
+	w.t.Helper()
+	agent := w.agent("--session", restartSession, "--prompt", "Set up the service.", "--pool")
+	evts := w.Await(restartSession, "independent work after the pending result", sleeping)
+	w.awaitView("call_1 continued", callIs("call_1", projection.Continued))
+	return agent, evts
+}
+
 // watch watches the Session as a Client that answers nothing, so the
 // test sees the foreground wait reach a Client and end.
 func (w *restartWorld) watch() *fgRecorder {
 	w.t.Helper()
 	nc, _ := w.env.As(w.t, auth.Gateway)
-	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: userquestions.MinReleaseBound, Log: slog.New(slog.DiscardHandler)})
+	a, err := answerer.New(nc, answerer.Config{ReleaseBound: userquestions.MinReleaseBound, Log: slog.New(slog.DiscardHandler)})
 	require.NoError(w.t, err)
 	w.t.Cleanup(a.Close)
-	rec := &fgRecorder{requests: make(chan *userquestions.Delivery, 10), cancels: make(chan fgCancel, 10)}
+	rec := &fgRecorder{requests: make(chan *answerer.Delivery, 10), cancels: make(chan fgCancel, 10)}
 	watch, err := a.Watch(w.ctx, restartSession, rec)
 	require.NoError(w.t, err)
 	w.t.Cleanup(func() { _ = watch.Close(w.ctx) })

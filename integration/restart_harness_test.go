@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
@@ -94,7 +95,7 @@ type restartWorld struct {
 	worker            *fgProc
 	store             *projection.Store
 	roots             *liveroot.Registry
-	user              *userquestions.Client
+	user              *answerer.Client
 }
 
 // restartSession is the Session every restart test runs.
@@ -125,8 +126,7 @@ func newRestartWorld(t *testing.T, script string) *restartWorld {
 	}, restartPatience, 10*time.Millisecond, "the question worker never served (its log follows)")
 
 	userConn, _ := env.As(t, auth.Gateway) // a user answers through a gateway
-	w.user = userquestions.NewClient(userConn, restartPatience)
-	t.Cleanup(w.user.Close)
+	w.user = newUser(t, userConn, restartPatience)
 	return w
 }
 

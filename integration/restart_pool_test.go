@@ -13,7 +13,7 @@ import (
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // poolBound is the release bound of the pool tests' root leases.
@@ -64,7 +64,7 @@ say Done.`)
 			evts := w.awaitLateReaction()
 			took := time.Since(killed)
 			t.Logf("reply admitted by the other pool process %v after SIGKILL", took.Round(time.Millisecond))
-			require.Less(t, took, poolBound+userquestions.DefaultResumeTimeout, "resumed within the release bound and the resume timeout")
+			require.Less(t, took, poolBound+worker.DefaultResumeTimeout, "resumed within the release bound and the resume timeout")
 			sleep := runtimetest.Last[*events.ToolCall](t, evts)
 			require.Equal(t, runtime.SleepTool, sleep.Name)
 			_, repaired := repairedResult(evts, sleep.CallID)

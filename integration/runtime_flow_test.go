@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 var dbQuestions = []holdover.Question{{ID: "db", Question: "Which database?", Options: []holdover.Option{{Label: "Postgres"}, {Label: "SQLite"}}}}
@@ -23,8 +23,8 @@ type settleFirst struct {
 	errs    chan error
 }
 
-func (s settleFirst) Request(d *userquestions.Delivery)    { s.errs <- d.Settle(s.answers) }
-func (settleFirst) Cancel(*userquestions.Delivery, string) {}
+func (s settleFirst) Request(d *answerer.Delivery)    { s.errs <- d.Settle(s.answers) }
+func (settleFirst) Cancel(*answerer.Delivery, string) {}
 
 // A Client answers in time: the tool result is the answers object (M7),
 // the model reads it, and the question settles from its own tool result.

@@ -11,10 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
@@ -23,7 +26,7 @@ import (
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // agentPatience bounds every wait for something that must happen; it only
@@ -43,8 +46,8 @@ type agentWorld struct {
 	env               *embeddedtest.Env
 	clock             *clockwork.FakeClock
 	store             *projection.Store
-	worker            *userquestions.Service
-	user              *userquestions.Client
+	worker            *worker.Service
+	user              *answerer.Client
 	model             *runtimetest.Spy
 	script            *scripted.Script
 	agents            sync.WaitGroup
@@ -70,15 +73,14 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	nc, js := env.As(t, auth.Worker)
 	top, err := streams.Open(ctx, js)
 	require.NoError(t, err)
-	w.worker = userquestions.New(nc, js, top, userquestions.Config{}, quiet)
+	w.worker = worker.New(nc, js, top, worker.Config{}, quiet)
 	require.NoError(t, w.worker.Start(ctx))
 	t.Cleanup(w.worker.Stop)
-	folder := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), projection.WorkerConfig{Logger: quiet})
+	folder := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Inbox, nil), projection.WorkerConfig{Logger: quiet})
 	w.agents.Go(func() { _ = folder.Run(ctx) })
 
 	userConn, _ := env.As(t, auth.Gateway)
-	w.user = userquestions.NewClient(userConn, agentPatience)
-	t.Cleanup(w.user.Close)
+	w.user = newUser(t, userConn, agentPatience)
 	t.Cleanup(func() { // first: stop the agents before what they use
 		cancel()
 		w.agents.Wait()
@@ -88,20 +90,17 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 
 // asker returns a service client that asks as an agent does (asking is an
 // agent's right), on a connection of its own.
-func (w *agentWorld) asker() *userquestions.Client {
+func (w *agentWorld) asker() *caller.Client {
 	w.t.Helper()
 	nc, _ := w.env.As(w.t, auth.Agent)
-	c := userquestions.NewClient(nc, agentPatience)
-	w.t.Cleanup(c.Close)
-	return c
+	return newCaller(w.t, nc, caller.Config{CallTimeout: agentPatience})
 }
 
 // runtime starts a runtime process on a connection of its own.
 func (w *agentWorld) runtime(instance string) *runtime.Runtime {
 	w.t.Helper()
 	nc, _ := w.env.As(w.t, auth.Agent)
-	questions := userquestions.NewClient(nc, agentPatience)
-	w.t.Cleanup(questions.Close)
+	questions := newCaller(w.t, nc, caller.Config{CallTimeout: agentPatience})
 	rt, err := runtime.New(w.ctx, runtime.Config{
 		Conn: nc, Model: w.model, ChildModel: w.script.Child(), Questions: questions,
 		Ask:   askuser.Config{Mode: askuser.ModeTimed},
@@ -152,7 +151,7 @@ func (w *agentWorld) working(sid string) {
 func (w *agentWorld) answerFirst(sid string, answers []holdover.Answer) <-chan error {
 	w.t.Helper()
 	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	answerer, err := userquestions.NewAnswerer(w.env.Conn, userquestions.AnswererConfig{Log: slog.New(slog.DiscardHandler)})
+	answerer, err := answerer.New(w.env.Conn, answerer.Config{Log: slog.New(slog.DiscardHandler)})
 	require.NoError(w.t, err)
 	w.t.Cleanup(answerer.Close)
 	watch, err := answerer.Watch(w.ctx, sid, client)

@@ -16,12 +16,13 @@ import (
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // BenchmarkRuntimeSessions runs many Sessions in one runtime process, each
@@ -50,14 +51,16 @@ func runSessions(b *testing.B, n int) {
 	env := embeddedtest.Start(b, streams.Config{Memory: true})
 	quiet := slog.New(slog.DiscardHandler)
 	workerConn, workerJS := embeddedtest.Connect(b, env.Server.ClientURL())
-	worker := userquestions.New(workerConn, workerJS, env.Topology, userquestions.Config{}, quiet)
+	worker := worker.New(workerConn, workerJS, env.Topology, worker.Config{}, quiet)
 	require.NoError(b, worker.Start(ctx))
 	defer worker.Stop()
 	store := projection.NewStore(workerJS, env.Topology.Sessions, env.Topology.Questions)
 	var background sync.WaitGroup
 	defer background.Wait()
 	defer cancel()
-	background.Go(func() { _ = projection.NewWorker(store, projection.WorkerConfig{Logger: quiet}).Run(ctx) })
+	background.Go(func() {
+		_ = projection.NewWorker(store, inbox.NewReplies(workerJS, env.Topology.Inbox, nil), projection.WorkerConfig{Logger: quiet}).Run(ctx)
+	})
 
 	script, err := scripted.Parse(`ask db "Which database?" options Postgres,SQLite timeout 1
 work 3 steps of 200ms
@@ -68,8 +71,7 @@ on late answer say Got {answers}.`)
 	require.NoError(b, err)
 	defer rt.Close()
 	userConn, _ := embeddedtest.Connect(b, env.Server.ClientURL())
-	user := userquestions.NewClient(userConn, time.Minute)
-	defer user.Close()
+	user := newUser(b, userConn, time.Minute)
 	log := sessionlog.New(env.JS, env.Topology.Sessions)
 
 	b.ResetTimer()

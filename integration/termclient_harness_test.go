@@ -15,6 +15,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/gateway"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/termclient"
@@ -35,7 +36,7 @@ func newTermWorld(t *testing.T) *termWorld {
 	t.Helper()
 	w := &termWorld{gwWorld: newGWWorld(t, gateway.Limits{})}
 	w.gateway = "http://" + strings.TrimSuffix(strings.TrimPrefix(w.url, "ws://"), "/ws")
-	folder := projection.NewWorker(projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions),
+	folder := projection.NewWorker(projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions), inbox.NewReplies(w.env.JS, w.env.Topology.Inbox, nil),
 		projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})

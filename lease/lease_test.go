@@ -102,10 +102,14 @@ func TestWatchSeesALeaseThatIsAlreadyGone(t *testing.T) {
 
 	l, err := lease.Hold(ctx, env.Conn, env.JS, "caller", "", bound)
 	require.NoError(t, err)
+	require.False(t, w.Alive(l.Name()), "not watched: not known")
 	lost, unwatch = w.Watch(ctx, l.Name())
 	defer unwatch()
+	require.True(t, w.Alive(l.Name()), "watched and found")
+	require.False(t, w.Alive(lease.Name("caller", "never-held")), "watched and found gone")
 	require.NoError(t, l.End(ctx))
 	requireLost(t, lost, "an ended lease")
+	require.False(t, w.Alive(l.Name()), "ended")
 }
 
 // A holder back from a disconnect longer than the bound finds its lease

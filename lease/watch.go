@@ -148,6 +148,16 @@ func (w *Watcher) check(ctx context.Context, name string, wl *watched) {
 	}
 }
 
+// Alive reports whether the lease named name is watched, was found to
+// exist and has not ended since: what a lookup would say, without one.
+// False means not known, not gone.
+func (w *Watcher) Alive(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wl, ok := w.watched[name]
+	return ok && wl.alive && !wl.ended()
+}
+
 // Close stops keeping leases: those nobody uses are forgotten now, the
 // rest as their last user leaves.
 func (w *Watcher) Close() {

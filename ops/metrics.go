@@ -28,6 +28,9 @@ type Metrics struct {
 	// CatchUps counts Session log reads that filled a gap between the
 	// stored projection and a delivered event, by consumer.
 	CatchUps *prometheus.CounterVec
+	// ReservationMarkers counts the markers the projection worker wrote on
+	// reply subjects, by marker (released, restored).
+	ReservationMarkers *prometheus.CounterVec
 	// KVConflicts counts compare-and-set writes that lost to another
 	// writer, by bucket.
 	KVConflicts *prometheus.CounterVec
@@ -50,6 +53,7 @@ func NewMetrics() *Metrics {
 	m.FoldLag = projection.HistogramVec("fold_lag_seconds", "Time from an event being stored in the Session log to its projection being written.",
 		prometheus.ExponentialBuckets(0.0005, 2, 16), "consumer")
 	m.CatchUps = projection.CounterVec("catch_ups_total", "Session log reads that filled a gap before a delivered event.", "consumer")
+	m.ReservationMarkers = projection.CounterVec("reservation_markers_total", "Markers written on late-reply subjects after the Session log released a reply or restored a released one (D8).", "marker")
 	m.KVConflicts = all.CounterVec("kv_write_conflicts_total", "KV compare-and-set writes that lost to a concurrent writer.", "bucket")
 	m.Errors = all.CounterVec("errors_total", "Failures and passed-over input, by component and stable error code.", "component", "code")
 	m.EventsRejected = all.CounterVec("events_rejected_total", "Session events the question fold could not use, by event type and reason (undecodable, invalid_body, tool_schema_key).", "type", "reason")

@@ -114,6 +114,39 @@ func TestLogConfigChoosesFormat(t *testing.T) {
 	assert.ErrorContains(t, err, `log format "xml"`)
 }
 
+// Issue 11: a logged error shows its chain, each cause after the message
+// that wraps it, with any handler; a logger at debug level adds the stack,
+// whether the error was logged with ops.Err or plainly.
+func TestLoggedErrorsShowTheirChainAndTheStackOnlyAtDebug(t *testing.T) {
+	cause := holdover.New(holdover.CodeInternal, "disk full")
+	err := holdover.Wrapf(cause, holdover.CodeInternal, "append event to %s", "s1")
+	const chain = "append event to s1: disk full"
+	for _, format := range []string{"text", "json"} {
+		var buf bytes.Buffer
+		logger, lerr := ops.LogConfig{Format: format, Level: slog.LevelInfo}.Logger(&buf)
+		require.NoError(t, lerr)
+		logger.Warn("failed", ops.Err(err))
+		logger.Warn("failed", "err", err)
+		assert.Equal(t, 2, strings.Count(buf.String(), chain), format+": %s", buf.String())
+		assert.NotContains(t, buf.String(), "ops_test.go", format+": no stack above debug")
+
+		buf.Reset()
+		logger, lerr = ops.LogConfig{Format: format, Level: slog.LevelDebug}.Logger(&buf)
+		require.NoError(t, lerr)
+		logger.Warn("failed", ops.Err(err))
+		logger.Debug("failed", "err", err)
+		assert.Contains(t, buf.String(), chain, format)
+		assert.Equal(t, 2, strings.Count(buf.String(), "(1) attached stack trace"), format+": the stack at debug: %s", buf.String())
+		assert.Contains(t, buf.String(), "ops_test.go", format)
+	}
+
+	// Any other handler prints the chain of ops.Err, never its stack.
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Warn("failed", ops.Err(err))
+	assert.Contains(t, buf.String(), `err="`+chain+`"`)
+	assert.NotContains(t, buf.String(), "ops_test.go")
+}
+
 // A failing component stops the others; Run waits for all and returns
 // the failure.
 func TestRunStopsEveryComponentWhenOneFails(t *testing.T) {

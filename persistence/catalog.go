@@ -26,8 +26,11 @@ type Entry struct {
 	Shape       string `json:"shape"`
 	// Compatible says whether data stored under the previous shape still
 	// reads correctly under this one. A first entry is compatible.
-	Compatible bool   `json:"compatible"`
-	Note       string `json:"note"`
+	Compatible bool `json:"compatible"`
+	// Removed says the type is no longer persisted from this entry on;
+	// the note says what happens to data stored under it.
+	Removed bool   `json:"removed,omitempty"`
+	Note    string `json:"note"`
 }
 
 //go:embed catalog.json
@@ -64,13 +67,20 @@ func Current(extra map[string]string) map[string]string {
 		"events.StepEnd":           Shape(events.StepEnd{}),
 		"projection.View":          Shape(projection.View{}),
 		"liveroot.Record":          Shape(liveroot.Record{}),
-		"inbox.Reservation":        Shape(inbox.Reservation{}),
+		"inbox.Marker":             MarkerShape(),
 		"userquestions.ClaimFrame": Shape(userquestions.ClaimFrame{}),
 	}
 	for k, v := range extra {
 		shapes[k] = v
 	}
 	return shapes
+}
+
+// MarkerShape is the shape of a reply reservation marker: a message with
+// an empty body on a late-reply subject, all in its headers (D8).
+func MarkerShape() string {
+	return "headers{" + inbox.MarkerHeader + ":" + KindsShape(inbox.Markers()) + "," +
+		inbox.MarkerMessageHeader + ":string," + inbox.MarkerSeqHeader + ":uint64}"
 }
 
 // Check compares shapes with the catalog's latest entry for each type and
@@ -96,8 +106,8 @@ func (c Catalog) Check(shapes map[string]string) error {
 		want, _ := json.MarshalIndent(Entry{Type: name, Fingerprint: fp, Shape: shape, Note: "say what changed"}, "    ", "  ")
 		problems = append(problems, fmt.Sprintf("persisted shape of %s changed or is new; acknowledge it by appending to persistence/catalog.json (set compatible to whether stored data still reads):\n    %s", name, want))
 	}
-	for name := range latest {
-		if _, ok := shapes[name]; !ok {
+	for name, e := range latest {
+		if _, ok := shapes[name]; !ok && !e.Removed {
 			problems = append(problems, fmt.Sprintf("catalog lists %s, which is no longer persisted; remove it only with a migration note", name))
 		}
 	}

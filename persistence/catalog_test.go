@@ -38,3 +38,13 @@ func TestShapeFollowsJSONNames(t *testing.T) {
 	}
 	require.Equal(t, "{x:int,in:[{a?:string}]}", persistence.Shape(outer{}))
 }
+
+// D10: a type may stop being persisted only with an entry that says it
+// was removed; persisting it again needs a new entry.
+func TestCatalogAcknowledgesRemovedTypes(t *testing.T) {
+	c := persistence.Catalog{Entries: []persistence.Entry{{Type: "x.Gone", Fingerprint: persistence.Fingerprint("{a:int}"), Shape: "{a:int}", Compatible: true}}}
+	require.ErrorContains(t, c.Check(map[string]string{}), "no longer persisted")
+	c.Entries = append(c.Entries, persistence.Entry{Type: "x.Gone", Removed: true, Note: "gone, not migrated"})
+	require.NoError(t, c.Check(map[string]string{}))
+	require.ErrorContains(t, c.Check(map[string]string{"x.Gone": "{a:int}"}), "x.Gone")
+}

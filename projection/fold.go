@@ -9,14 +9,6 @@ import (
 	"github.com/holdover-dev/holdover/events"
 )
 
-// maxTimeoutSeconds is the largest timeout a timed call may ask for: the
-// foreground wait is bounded at 2147483647 ms (W1), so whole seconds stop
-// at 2147483 (M2).
-const maxTimeoutSeconds = 2147483
-
-// blockingTimeout is the timed-schema timeout that asks without a deadline (M3).
-const blockingTimeout = -1
-
 // New returns the View of a Session with no events: no calls, not timed.
 func New() View { return View{Active: []Call{}, Settled: []Settled{}} }
 
@@ -49,13 +41,10 @@ func (v *View) Apply(e events.Event) {
 	case *events.PTCDispatch:
 		v.applyDispatch(b, e.Seq)
 	case *events.UserMessage:
+		v.applyReservations(e)
 		v.applyAdmission(b.Message, e.Seq)
-	case *events.InboxSpliced:
-		v.applySplice(b.Message, e.Seq)
-	case *events.InboxDiscarded:
-		v.applyDiscard(b.MessageID)
-	case *events.TurnEnd:
-		v.releaseQueued()
+	case *events.InboxSpliced, *events.InboxClaimed, *events.InboxDiscarded, *events.TurnEnd:
+		v.applyReservations(e)
 	}
 }
 
@@ -70,11 +59,7 @@ func (v View) Clone() View {
 	}
 	for i, c := range v.Active {
 		c.Questions = cloneQuestions(c.Questions)
-		if c.Queued != nil {
-			q := *c.Queued
-			q.Answers = cloneAnswers(q.Answers)
-			c.Queued = &q
-		}
+		c.Queued, c.Released = c.Queued.clone(), c.Released.clone()
 		out.Active[i] = c
 	}
 	for i, s := range v.Settled {
@@ -146,31 +131,6 @@ func (v *View) applyAdmission(m events.Message, seq uint64) {
 	}
 }
 
-// applySplice records a late reply that reached the agent's inbox. It
-// never settles the call: only admission does (D5, D8).
-func (v *View) applySplice(m events.Message, seq uint64) {
-	if i := v.repliedIndex(m); i >= 0 {
-		v.Active[i].Queued = &Queued{MessageID: m.ID, Answers: replyAnswers(m, v.Active[i].Questions), By: m.Source.User, Seq: seq}
-	}
-}
-
-// applyDiscard releases the queued reply with messageID (D8, P5).
-func (v *View) applyDiscard(messageID string) {
-	for i := range v.Active {
-		if q := v.Active[i].Queued; q != nil && q.MessageID == messageID {
-			v.Active[i].Queued = nil
-		}
-	}
-}
-
-// releaseQueued drops every queued reply: a Turn that ends without
-// admitting its reply releases it (D8).
-func (v *View) releaseQueued() {
-	for i := range v.Active {
-		v.Active[i].Queued = nil
-	}
-}
-
 // trackAsk tracks c with the questions and blocking flag of its
 // ask_user_question arguments raw; a call whose arguments are not a valid
 // ask is not tracked (M2–M4).
@@ -180,7 +140,7 @@ func (v *View) trackAsk(c Call, raw json.RawMessage) {
 		return
 	}
 	c.Questions = args.Questions
-	c.Blocking = args.Timeout != nil && *args.Timeout == blockingTimeout
+	c.Blocking = args.Timeout != nil && *args.Timeout == holdover.BlockingTimeout
 	v.track(c)
 }
 
@@ -300,7 +260,7 @@ func parseArgs(raw json.RawMessage) (holdover.ToolArgs, bool) {
 	if json.Unmarshal(raw, &args) != nil || holdover.ValidateQuestions(args.Questions) != nil {
 		return holdover.ToolArgs{}, false
 	}
-	if t := args.Timeout; t != nil && *t != blockingTimeout && (*t < 1 || *t > maxTimeoutSeconds) {
+	if t := args.Timeout; t != nil && !holdover.ValidTimeoutSeconds(*t) {
 		return holdover.ToolArgs{}, false
 	}
 	return args, true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 )
 
@@ -720,6 +721,29 @@ func TestInboxQueued_D5_D8(t *testing.T) {
 		require.NotNil(t, c.Queued)
 		assert.Equal(t, "m2", c.Queued.MessageID)
 	})
+	t.Run("a released reply is remembered, and a claim of it queues it again", func(t *testing.T) {
+		s := new(session).add(timedHeader(), ask("c1"), pending("c1"), spliced("m1", "c1", bothAnswered),
+			&events.InboxClaimed{MessageID: "m1"}, &events.TurnEnd{Turn: "t1"})
+		v := s.fold()
+		c, _ := v.Find("c1")
+		assert.Nil(t, c.Queued, "the Turn ended without admitting it (D8)")
+		require.NotNil(t, c.Released)
+		assert.Equal(t, projection.Queued{MessageID: "m1", Answers: bothAnswered, Seq: 4}, *c.Released)
+		assert.Equal(t, inbox.Logged{Released: "m1"}, c.Logged())
+
+		// The restarted agent restores the reply from its splice and claims it (D8).
+		v = s.add(&events.InboxClaimed{MessageID: "m1"}).fold()
+		c, _ = v.Find("c1")
+		require.NotNil(t, c.Queued)
+		assert.Equal(t, projection.Queued{MessageID: "m1", Answers: bothAnswered, Seq: 4}, *c.Queued)
+		assert.Nil(t, c.Released)
+		assert.Equal(t, inbox.Logged{Held: "m1"}, v.Logged("c1"))
+
+		v = s.add(&events.InboxDiscarded{MessageID: "m1"}, &events.InboxClaimed{MessageID: "other"}).fold()
+		c, _ = v.Find("c1")
+		assert.Nil(t, c.Queued, "a claim of another message restores nothing")
+		assert.Equal(t, inbox.Logged{Released: "m1"}, v.Logged("c1"))
+	})
 	t.Run("admission settles and drops the queued reply", func(t *testing.T) {
 		v := new(session).add(timedHeader(), ask("c1"), pending("c1"), spliced("m1", "c1", bothAnswered),
 			&events.InboxClaimed{MessageID: "m1"}, admitted("m1", "c1", bothAnswered)).fold()
@@ -730,6 +754,8 @@ func TestInboxQueued_D5_D8(t *testing.T) {
 		data, err := json.Marshal(v)
 		require.NoError(t, err)
 		assert.NotContains(t, string(data), "queued")
+		assert.Equal(t, inbox.Logged{Admitted: true}, v.Logged("c1"), "nothing of a settled call waits")
+		assert.Equal(t, inbox.Logged{}, v.Logged("unknown"))
 	})
 }
 
@@ -771,7 +797,9 @@ func TestUnknownEventsAdvanceOnlyLastSeq(t *testing.T) {
 }
 
 func TestCloneIsDeep(t *testing.T) {
-	v := new(session).add(timedHeader(), ask("c1"), ask("c2"), pending("c1"), spliced("m1", "c1", bothAnswered), answered("c2", bothAnswered...)).fold()
+	v := new(session).add(timedHeader(), ask("c1"), ask("c2"), ask("c3"), pending("c1"), pending("c3"),
+		spliced("m3", "c3", bothAnswered), &events.InboxDiscarded{MessageID: "m3"},
+		spliced("m1", "c1", bothAnswered), answered("c2", bothAnswered...)).fold()
 	snapshot, err := json.Marshal(v)
 	require.NoError(t, err)
 
@@ -780,6 +808,7 @@ func TestCloneIsDeep(t *testing.T) {
 	c.Active[0].Questions[0].Options[0].Label = "changed"
 	c.Active[0].Queued.Answers[0].Selected[0] = "changed"
 	c.Active[0].Queued.MessageID = "changed"
+	c.Active[1].Released.Answers[0].Selected[0] = "changed"
 	c.Settled[0].Answers[0].Selected[0] = "changed"
 	c.Settled[0].Questions[1].ID = "changed"
 	c.Apply(events.Event{Seq: c.LastSeq + 1, Type: events.TypeUserMessage, Body: admitted("m1", "c1", bothAnswered)})

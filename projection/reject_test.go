@@ -99,7 +99,7 @@ func TestWorkerCountsAndLogsRejectedEventsOnce(t *testing.T) {
 	for _, tc := range rejectCases {
 		publish(tc.raw)
 	}
-	w := projection.NewWorker(e.store, projection.WorkerConfig{
+	w := projection.NewWorker(e.store, e.replies, projection.WorkerConfig{
 		Metrics: e.metrics,
 		Logger:  slog.New(slog.NewJSONHandler(&syncBuffer{buf: &logs}, nil)),
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -51,15 +52,48 @@ func TestCaughtUpWithoutDirectGets(t *testing.T) {
 func TestCaughtUpAfterTheViewIsDeleted(t *testing.T) {
 	e := newWorkerEnv(t)
 	ctx := context.Background()
-	e.append(t, "s", timedHeader(), ask("c1"), pending("c1"))
-	stop := e.run(t, projection.WorkerConfig{})
-	e.waitFolded(t, "s", e.lastSeq("s"))
-	stop()
+	e.foldedByAStoppedWorker(t, "s", timedHeader(), ask("c1"), pending("c1"))
 	require.NoError(t, e.Env.Topology.Questions.Delete(ctx, "s"))
 	_, err := e.Env.Topology.Questions.Get(ctx, "s")
 	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
 
-	v, err := e.store.CaughtUp(ctx, "s")
+	fresh := projection.NewStore(e.Env.JS, e.Env.Topology.Sessions, e.Env.Topology.Questions) // one that reads the bucket
+	v, err := fresh.CaughtUp(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, projection.Fold(e.written["s"]), v, "folded from the start of the log")
+}
+
+// D6: a Store that wrote a Session's View as of the log's last event
+// answers CaughtUp with it after one read of the log's last seq, without
+// reading the bucket; once the log has moved on it reads again.
+func TestCaughtUpChecksTheViewItWroteAgainstTheLog(t *testing.T) {
+	e := newWorkerEnv(t)
+	ctx := context.Background()
+	e.foldedByAStoppedWorker(t, "s", timedHeader(), ask("c1"), pending("c1"))
+	require.NoError(t, e.Env.JS.DeleteKeyValue(ctx, streams.QuestionsBucket))
+
+	v, err := e.store.CaughtUp(ctx, "s")
+	require.NoError(t, err, "the bucket is gone, and not read")
+	assert.Equal(t, projection.Fold(e.written["s"]), v)
+	_, err = projection.NewStore(e.Env.JS, e.Env.Topology.Sessions, e.Env.Topology.Questions).CaughtUp(ctx, "s")
+	require.Error(t, err, "a Store that did not write the View reads the bucket")
+
+	e.append(t, "s", spliced("m1", "c1", bothAnswered))
+	_, err = e.store.CaughtUp(ctx, "s")
+	require.Error(t, err, "behind the log: the bucket is read again")
+	_, err = streams.Provision(ctx, e.Env.JS, streams.Config{Memory: true})
+	require.NoError(t, err)
+	v, err = e.store.CaughtUp(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, projection.Fold(e.written["s"]), v)
+}
+
+// foldedByAStoppedWorker appends bodies to sid, runs a worker until it has
+// stored sid's View, and stops it.
+func (e *workerEnv) foldedByAStoppedWorker(t *testing.T, sid string, bodies ...events.Body) {
+	t.Helper()
+	e.append(t, sid, bodies...)
+	stop := e.run(t, projection.WorkerConfig{})
+	e.waitFolded(t, sid, e.lastSeq(sid))
+	stop()
 }

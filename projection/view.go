@@ -26,14 +26,20 @@ type Call struct {
 	ParentCallID string `json:"parentCallId,omitempty"`
 	// Blocking marks a timed-schema call made with timeout -1 (M3).
 	Blocking bool `json:"blocking,omitempty"`
-	// Queued is the late reply waiting in the inbox for admission, if any.
-	// It does not settle the call (D5); a discard or Turn end clears it.
+	// Queued is the late reply the agent spliced into its inbox and has
+	// not admitted yet, if any. It does not settle the call (D5); a
+	// discard or a Turn end releases it (D8).
 	Queued *Queued `json:"queued,omitempty"`
+	// Released is the last late reply the log released unadmitted, kept
+	// because the agent may claim it again after a restart, which queues
+	// it again (D8).
+	Released *Queued `json:"released,omitempty"`
 	// Seq is the Session seq of the event that opened the call.
 	Seq uint64 `json:"seq"`
 }
 
-// Queued is a late reply that was spliced into the agent's inbox.
+// Queued is a late reply that was spliced into the agent's inbox. Seq is
+// the Session seq of its splice.
 type Queued struct {
 	MessageID string            `json:"messageId"`
 	Answers   []holdover.Answer `json:"answers"`

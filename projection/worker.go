@@ -15,6 +15,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
@@ -95,36 +96,45 @@ func (c WorkerConfig) ConsumerConfig() jetstream.ConsumerConfig {
 // from that seq (a catch-up). So redelivered, reordered or skipped
 // deliveries never change the result, and a restart resumes from the
 // consumer without refolding anything.
+//
+// It is the one follower of the Session logs: before each View write it
+// also marks the reply reservations the folded events released or
+// restored on their reply subjects (D8, see worker_reservations.go).
 type Worker struct {
 	store   *Store
+	replies *inbox.Replies
 	cfg     WorkerConfig
 	log     *slog.Logger
 	metrics *ops.Metrics
-	cache   *viewCache
+	cache   *sessionCache[entry]
 	running atomic.Bool
 	// rejected reports the events the fold could not use (reject.go).
 	rejected rejectionReport
 
 	folded, catchUps, conflicts prometheus.Counter
 	lag                         prometheus.Observer
+	marked                      *prometheus.CounterVec
 }
 
-// NewWorker returns a worker writing through store. It starts nothing
-// until [Worker.Run].
-func NewWorker(store *Store, cfg WorkerConfig) *Worker {
+// NewWorker returns a worker writing Views through store and the markers
+// of the reply reservations to replies. It starts nothing until
+// [Worker.Run].
+func NewWorker(store *Store, replies *inbox.Replies, cfg WorkerConfig) *Worker {
 	cfg = cfg.withDefaults()
 	m := cfg.Metrics
 	return &Worker{
 		store:     store,
+		replies:   replies,
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "projection", "consumer", cfg.Durable),
 		metrics:   m,
-		cache:     newViewCache(cfg.CacheSize),
+		cache:     newSessionCache[entry](cfg.CacheSize),
 		rejected:  rejectionReport{log: cfg.Logger.With("component", "projection", "consumer", cfg.Durable), counter: m.EventsRejected},
 		folded:    m.EventsFolded.WithLabelValues(cfg.Durable),
 		catchUps:  m.CatchUps.WithLabelValues(cfg.Durable),
 		conflicts: m.KVConflicts.WithLabelValues(streams.QuestionsBucket),
 		lag:       m.FoldLag.WithLabelValues(cfg.Durable),
+		marked:    m.ReservationMarkers,
 	}
 }
 
@@ -299,8 +309,9 @@ func (w *Worker) terminate(m jetstream.Msg, err error) {
 	_ = m.Term()
 }
 
-// foldSession folds one Session's deliveries into its View, writes it
-// once, and acknowledges them. When another writer got there first it
+// foldSession folds one Session's deliveries into its View, writes the
+// reservation markers the fold owes and then the View, once, and
+// acknowledges them. When another writer got there first it
 // reloads and folds again; on any other failure the deliveries go back to
 // the server to be retried after RetryDelay, and no other Session waits.
 func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
@@ -311,9 +322,12 @@ func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
 		cur, err = w.load(ctx, sid)
 	}
 	for err == nil {
-		from := cur.view.LastSeq
+		from, before := cur.view.LastSeq, reservationsOf(cur.view)
 		var n int
 		n, err = w.advance(ctx, sid, &cur.view, ds)
+		if err == nil && n > 0 {
+			err = w.writeMarks(ctx, sid, before, from, cur.view)
+		}
 		if err == nil && n > 0 {
 			var rev uint64
 			if rev, err = w.store.save(ctx, sid, cur.rev, cur.view); err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
@@ -37,7 +38,7 @@ func FuzzWorkerFoldsAnyStoredMessage(f *testing.F) {
 	}
 	env := embeddedtest.Start(f, streams.Config{Memory: true})
 	store := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
-	w := projection.NewWorker(store, projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	w := projection.NewWorker(store, inbox.NewReplies(env.JS, env.Topology.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -23,12 +24,27 @@ type Store struct {
 	sessions jetstream.Stream
 	kv       jetstream.KeyValue
 	log      *sessionlog.Log
+	// seen holds the Views this Store last wrote or read, as stored, so
+	// that CaughtUp need not read back a View the projection worker
+	// writing through this Store has just written.
+	seen *sessionCache[seenView]
 }
 
+// seenView is a View as the bucket stored it.
+type seenView struct {
+	data    []byte
+	lastSeq uint64
+}
+
+// seenViews bounds the Views a Store keeps as seen.
+const seenViews = 10_000
+
 // NewStore returns the store over the SESSIONS stream and the
-// userQuestions bucket.
+// userQuestions bucket. Share one Store between the projection worker and
+// the late answers of a process: the answers then check the Views the
+// worker wrote against the log without reading them back.
 func NewStore(js jetstream.JetStream, sessions jetstream.Stream, questions jetstream.KeyValue) *Store {
-	return &Store{sessions: sessions, kv: questions, log: sessionlog.New(js, sessions)}
+	return &Store{sessions: sessions, kv: questions, log: sessionlog.New(js, sessions), seen: newSessionCache[seenView](seenViews)}
 }
 
 // Get returns the stored View of Session sid and whether one is stored.
@@ -51,15 +67,30 @@ func (s *Store) Get(ctx context.Context, sid string) (View, bool, error) {
 // nothing. A caller that must not act on a stale projection (the late
 // answer check of D6) reads it here instead of the bucket.
 //
-// The stored View and the seq of the Session's last event are asked for
-// together, both requests sent before either reply is awaited, so a
+// A View this Store wrote or read as of the Session's last event costs
+// one read, of that seq. Otherwise the stored View and the seq are asked
+// for together, both requests sent before either reply is awaited, so a
 // Session the projection worker has caught up with costs one round trip;
 // only a View behind the log reads the events in between.
 func (s *Store) CaughtUp(ctx context.Context, sid string) (View, error) {
 	if err := streams.CheckSession(sid); err != nil {
 		return View{}, err
 	}
-	e, last, err := s.loadWithLast(ctx, sid)
+	var e entry
+	var last uint64
+	var err error
+	if seen, ok := s.seen.get(sid); ok {
+		if last, err = s.log.Last(ctx, sid); err != nil {
+			return View{}, err
+		}
+		var v View
+		if seen.lastSeq == last && json.Unmarshal(seen.data, &v) == nil {
+			return v, nil
+		}
+		e, err = s.load(ctx, sid)
+	} else {
+		e, last, err = s.loadWithLast(ctx, sid)
+	}
 	if err != nil {
 		return View{}, err
 	}
@@ -69,6 +100,16 @@ func (s *Store) CaughtUp(ctx context.Context, sid string) (View, error) {
 		}
 	}
 	return e.view, nil
+}
+
+// Logged returns the reply reservation of call callID of Session sid as
+// its log records it up to its last event now (inbox.Log, D8).
+func (s *Store) Logged(ctx context.Context, sid, callID string) (inbox.Logged, error) {
+	v, err := s.CaughtUp(ctx, sid)
+	if err != nil {
+		return inbox.Logged{}, err
+	}
+	return v.Logged(callID), nil
 }
 
 // Check returns the stored View of Session sid (the empty View when none
@@ -114,6 +155,7 @@ func (s *Store) load(ctx context.Context, sid string) (entry, error) {
 		return entry{view: New(), rev: kve.Revision(), unreadable: holdover.Newf(holdover.CodeInternal,
 			"%s/%s revision %d is not a projection View: %v", streams.QuestionsBucket, sid, kve.Revision(), err)}, nil
 	}
+	s.seen.put(sid, seenView{data: kve.Value(), lastSeq: v.LastSeq})
 	return entry{view: v, rev: kve.Revision()}, nil
 }
 
@@ -158,6 +200,7 @@ func (s *Store) save(ctx context.Context, sid string, rev uint64, v View) (uint6
 	case err != nil:
 		return 0, holdover.Wrapf(err, holdover.CodeInternal, "write %s/%s (%d bytes, seq %d)", streams.QuestionsBucket, sid, len(val), v.LastSeq)
 	}
+	s.seen.put(sid, seenView{data: val, lastSeq: v.LastSeq})
 	return next, nil
 }
 

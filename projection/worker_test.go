@@ -16,6 +16,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/projection/projectiontest"
@@ -28,6 +29,7 @@ import (
 type workerEnv struct {
 	*embeddedtest.Env
 	store   *projection.Store
+	replies *inbox.Replies
 	log     *sessionlog.Log
 	written map[string][]events.Event
 	metrics *ops.Metrics
@@ -38,6 +40,7 @@ func newWorkerEnv(t *testing.T) *workerEnv {
 	return &workerEnv{
 		Env:     env,
 		store:   projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions),
+		replies: inbox.NewReplies(env.JS, env.Topology.Inbox, nil),
 		log:     sessionlog.New(env.JS, env.Topology.Sessions),
 		written: map[string][]events.Event{},
 		metrics: ops.NewMetrics(),
@@ -69,7 +72,7 @@ func (e *workerEnv) lastSeq(sid string) uint64 {
 func (e *workerEnv) run(t *testing.T, cfg projection.WorkerConfig) (stop func()) {
 	cfg.Metrics = e.metrics
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	w := projection.NewWorker(e.store, cfg)
+	w := projection.NewWorker(e.store, e.replies, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -327,7 +330,7 @@ func TestStoreRejectsInvalidSessionIDs(t *testing.T) {
 
 func TestWorkerRunsOnceAtATime(t *testing.T) {
 	e := newWorkerEnv(t)
-	w := projection.NewWorker(e.store, projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	w := projection.NewWorker(e.store, e.replies, projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()

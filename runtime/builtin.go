@@ -29,7 +29,7 @@ type AskTool struct{ tool *askuser.Tool }
 
 // NewAskTool registers ask_user_question with cfg against the question
 // service svc.
-func NewAskTool(cfg askuser.Config, svc askuser.Service) (*AskTool, error) {
+func NewAskTool(cfg askuser.Config, svc askuser.Asker) (*AskTool, error) {
 	t, err := askuser.New(cfg, svc)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (t sleepTool) Call(ctx context.Context, c Call) Result {
 	case <-timer.Chan():
 		return Result{Text: fmt.Sprintf("slept %d ms", *args.MS)}
 	case <-ctx.Done():
-		return failure(holdover.Newf(holdover.CodeInternal, "sleep was interrupted: %v", ctx.Err()))
+		return failure(holdover.Wrap(ctx.Err(), holdover.CodeInternal, "sleep was interrupted"))
 	}
 }
 

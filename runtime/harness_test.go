@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
@@ -18,7 +20,7 @@ import (
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // harness is a real embedded NATS server with the topology, the real
@@ -34,9 +36,9 @@ type harness struct {
 	waits             *clockwork.FakeClock // the question service's
 	log               *sessionlog.Log
 	model             *runtimetest.Spy
-	client            *userquestions.Client
+	client            *caller.Client
 	rt                *runtime.Runtime
-	service           *userquestions.Service
+	service           *worker.Service
 	agents            sync.WaitGroup
 }
 
@@ -52,12 +54,12 @@ func start(t testing.TB, script string, opts ...option) *harness {
 		t: t, ctx: ctx, env: env,
 		clock: clockwork.NewFakeClock(), waits: clockwork.NewFakeClock(),
 		log:    sessionlog.New(env.JS, env.Topology.Sessions),
-		client: userquestions.NewClient(env.Conn, 0),
+		client: newCaller(t, env.Conn),
 	}
 	h.Logs = runtimetest.NewLogs(t, ctx, h.log, patience)
 	t.Cleanup(h.client.Close)
-	h.service = userquestions.New(env.Conn, env.JS, env.Topology, userquestions.Config{
-		Foreground: userquestions.ForegroundConfig{Clock: h.waits},
+	h.service = worker.New(env.Conn, env.JS, env.Topology, worker.Config{
+		Clock: h.waits,
 	}, quiet())
 	require.NoError(t, h.service.Start(ctx))
 	t.Cleanup(h.service.Stop)
@@ -135,4 +137,13 @@ func toolNames(req model.Request) []string {
 		out[i] = t.Name
 	}
 	return out
+}
+
+// newCaller returns a caller Client on nc, closed with the test.
+func newCaller(t testing.TB, nc *nats.Conn) *caller.Client {
+	t.Helper()
+	c, err := caller.New(context.Background(), nc, caller.Config{})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
 }

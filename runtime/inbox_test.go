@@ -9,6 +9,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
@@ -74,4 +75,34 @@ func TestTurnThatEndsDiscardsWhatItDidNotAdmit(t *testing.T) {
 	require.Equal(t, []events.Type{events.TypeInboxDiscarded, events.TypeTurnEnd}, runtimetest.Types(evts[n-2:]), runtimetest.Describe(evts))
 	require.Equal(t, queued, evts[n-2].Body.(*events.InboxDiscarded).MessageID)
 	require.Contains(t, evts[n-1].Body.(*events.TurnEnd).Reason, "the provider is down")
+}
+
+// D8: the agent reads late replies from their calls' reply subjects as
+// well as ordinary messages from its Session's inbox subject, in the order
+// they were queued, and passes over the reservation markers the question
+// worker writes there: a marker is never spliced or admitted.
+func TestInboxReadsReplySubjectsAndPassesOverMarkers(t *testing.T) {
+	h := start(t, "say Noted.\nsay Noted again.")
+	replies := inbox.NewReplies(h.env.JS, h.env.Topology.Inbox, nil)
+	qs := []holdover.Question{{ID: "q1", Question: "Which?"}}
+	reply, err := events.NewReply("reply-1", "call-1", qs, []holdover.Answer{{ID: "q1", Selected: []string{}}})
+	require.NoError(t, err)
+	_, err = replies.Queue(h.ctx, "s1", "call-1", reply, 0)
+	require.NoError(t, err)
+	marked, err := replies.Release(h.ctx, "s1", "call-1", "reply-1", 0)
+	require.NoError(t, err)
+	require.True(t, marked)
+	later := h.steer("s1", "and then")
+
+	h.run("s1")
+	evts := h.Await("s1", "both messages admitted", func(evts []events.Event) bool {
+		return runtimetest.Count(evts, events.TypeUserMessage) == 2
+	})
+	var spliced []string
+	for _, e := range evts {
+		if b, ok := e.Body.(*events.InboxSpliced); ok {
+			spliced = append(spliced, b.Message.ID)
+		}
+	}
+	require.Equal(t, []string{"reply-1", later}, spliced, runtimetest.Describe(evts))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/lease"
@@ -21,7 +22,6 @@ import (
 	"github.com/holdover-dev/holdover/runtime/ptc"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // Config configures a runtime process: its connection, its model and its
@@ -36,10 +36,10 @@ type Config struct {
 	// System is the system prompt of every request.
 	System string
 	// Ask configures ask_user_question (mode, default timeout); Questions is
-	// the question service it calls, nil meaning a userquestions client on
+	// the question service it calls, nil meaning a caller.Client on
 	// Conn that the Runtime closes with Close.
 	Ask       askuser.Config
-	Questions askuser.Service
+	Questions askuser.Asker
 	// Tools are extra tools, offered after the runtime's own.
 	Tools []Tool
 	// Instance names this process in the live-root registry and its root
@@ -137,18 +137,18 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	rt.log = rt.log.With("instance", rt.instance)
 	var err error
 	if rt.js, err = jetstream.New(cfg.Conn); err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open JetStream: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "open JetStream")
 	}
 	sessions, err := rt.js.Stream(ctx, streams.SessionsStream)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open stream %s (is the topology provisioned?): %v", streams.SessionsStream, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open stream %s (is the topology provisioned?)", streams.SessionsStream)
 	}
 	if rt.inbox, err = rt.js.Stream(ctx, streams.InboxStream); err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open stream %s: %v", streams.InboxStream, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open stream %s", streams.InboxStream)
 	}
 	kv, err := rt.js.KeyValue(ctx, streams.RootsBucket)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "open bucket %s: %v", streams.RootsBucket, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open bucket %s", streams.RootsBucket)
 	}
 	rt.sessions = sessionlog.New(rt.js, sessions)
 	rt.roots = liveroot.New(kv)
@@ -161,7 +161,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 
 	questions := cfg.Questions
 	if questions == nil {
-		client := userquestions.NewClient(cfg.Conn, 0)
+		client, err := caller.New(ctx, cfg.Conn, caller.Config{Log: rt.log})
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
 		rt.close = client.Close
 		questions = client
 	}
@@ -354,7 +358,7 @@ func (rt *Runtime) ServePool(ctx context.Context) (stop func(), err error) {
 	// sent right after ServePool returns finds this instance.
 	if err := rt.nc.FlushTimeout(flushTimeout); err != nil {
 		_ = sub.Unsubscribe()
-		return nil, holdover.Newf(holdover.CodeInternal, "join the resume pool: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "join the resume pool")
 	}
 	rt.log.Info("joined the resume pool", "subject", streams.ResumeSubject, "lease", liveroot.LeaseName(rt.instance))
 	leave := context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
@@ -415,6 +419,9 @@ func (a *Agent) serve(ctx context.Context) error {
 		return err
 	}
 	reading, err := cons.Consume(func(m jetstream.Msg) {
+		if inbox.IsMarker(m.Headers()) {
+			return // a reply reservation's marker, for the question worker
+		}
 		q, err := inbox.DecodeMsg(m)
 		if err != nil {
 			a.log.Warn("passing over an inbox message that does not decode", "err", err)
@@ -425,7 +432,7 @@ func (a *Agent) serve(ctx context.Context) error {
 		}
 	})
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "read the inbox of session %s: %v", a.sid, err)
+		return holdover.Wrapf(err, holdover.CodeInternal, "read the inbox of session %s", a.sid)
 	}
 	defer reading.Stop()
 	discards, err := a.serveDiscard(ctx)

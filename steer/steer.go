@@ -12,8 +12,7 @@ package steer
 import (
 	"context"
 	"crypto/rand"
-
-	"github.com/nats-io/nats.go/jetstream"
+	"sync"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
@@ -31,69 +30,100 @@ type Projection interface {
 
 // Answerer takes late answers.
 type Answerer struct {
-	views        Projection
-	reservations *inbox.Reservations
-	js           jetstream.JetStream
+	views   Projection
+	replies *inbox.Replies
 }
 
-// New returns an Answerer that validates against views, reserves replies
-// in reservations and queues them through js.
-func New(views Projection, reservations *inbox.Reservations, js jetstream.JetStream) *Answerer {
-	return &Answerer{views: views, reservations: reservations, js: js}
+// New returns an Answerer that validates against views and queues
+// replies in replies.
+func New(views Projection, replies *inbox.Replies) *Answerer {
+	return &Answerer{views: views, replies: replies}
 }
+
+// maxAttempts bounds how often one answer reads again after its reply
+// lost the compare-and-set on the reply subject.
+const maxAttempts = 8
 
 // Answer answers a continued call late (D6). It returns Accepted false,
 // with no error, for a call that is unknown or not continued; REPLY_QUEUED
 // while another reply to the call awaits admission; BAD_ANSWER unless the
 // batch names every question exactly once (an all-skipped batch is fine).
-// An accepted answer is queued in the Session inbox as a user message with
-// source user-question-reply and the answer_to_pending_question text, and
-// its message id is returned. A bad Session or call id is BAD_REQUEST.
+// An accepted answer is queued on the call's reply subject as a user
+// message with source user-question-reply and the
+// answer_to_pending_question text, and its message id is returned. A bad
+// Session or call id is BAD_REQUEST.
+//
+// It reads the View caught up to the Session's last event (one round trip
+// when the projection worker keeps up) and publishes once: the publish
+// expects the reply subject's last message as the answer saw it, so it is
+// the reservation too (D8), and of concurrent answers one is stored. The
+// first attempt takes the reply subject to be empty, as it is until the
+// call's first reply, and leaves the check to the publish; only when the
+// publish finds it otherwise is the subject read, together with the View,
+// and the answer decided again (inbox.Check).
 func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (holdover.AnswerResult, error) {
 	if err := streams.CheckSession(req.Session); err != nil {
 		return holdover.AnswerResult{}, err
 	}
 	if _, err := streams.Token(req.CallID); err != nil {
-		return holdover.AnswerResult{}, holdover.Newf(holdover.CodeBadRequest, "call id: %v", err)
-	}
-	view, err := a.views.CaughtUp(ctx, req.Session)
-	if err != nil {
-		return holdover.AnswerResult{}, err
-	}
-	call, ok := view.Find(req.CallID)
-	if !ok || call.Status != projection.Continued {
-		return holdover.AnswerResult{Accepted: false}, nil
-	}
-	if q := call.Queued; q != nil {
-		return holdover.AnswerResult{}, holdover.Newf(holdover.CodeReplyQueued, "call %s already has a reply (message %s) in the agent's inbox waiting to be admitted", req.CallID, q.MessageID)
-	}
-	if err := holdover.ValidateBatch(call.Questions, req.Answers); err != nil {
-		// REPLY_QUEUED comes first (D6); a valid batch learns it from
-		// Reserve below, which saves the read on the common path.
-		if held, ok, herr := a.reservations.Held(ctx, req.Session, req.CallID); herr != nil {
-			return holdover.AnswerResult{}, herr
-		} else if ok {
-			return holdover.AnswerResult{}, inbox.ReplyQueued(req.CallID, held)
-		}
-		return holdover.AnswerResult{}, err
+		return holdover.AnswerResult{}, holdover.Wrap(err, holdover.CodeBadRequest, "call id")
 	}
 	messageID := "reply-" + rand.Text()
-	msg, err := events.NewReply(messageID, req.CallID, call.Questions, req.Answers)
-	if err != nil {
-		return holdover.AnswerResult{}, err
-	}
-	msg.Source.User = req.User
-	rev, err := a.reservations.Reserve(ctx, req.Session, req.CallID, messageID, view.LastSeq)
-	if err != nil {
-		return holdover.AnswerResult{}, err
-	}
-	if _, err := inbox.Publish(ctx, a.js, req.Session, msg); err != nil {
-		// The reply is not queued, so it must not block the next answer.
-		// Cancel even if ctx ended: that is why the publish failed.
-		if cerr := a.reservations.Cancel(context.WithoutCancel(ctx), req.Session, req.CallID, rev); cerr != nil {
-			return holdover.AnswerResult{}, holdover.Newf(holdover.CodeInternal, "%v; and the reservation could not be released: %v", err, cerr)
+	readLast := false
+	for range maxAttempts {
+		view, last, err := a.read(ctx, req.Session, req.CallID, readLast)
+		if err != nil {
+			return holdover.AnswerResult{}, err
 		}
-		return holdover.AnswerResult{}, err
+		if last.MessageID == messageID {
+			// An earlier attempt was stored, its acknowledgement lost.
+			return holdover.AnswerResult{Accepted: true, MessageID: messageID}, nil
+		}
+		call, ok := view.Find(req.CallID)
+		if !ok || call.Status != projection.Continued {
+			return holdover.AnswerResult{Accepted: false}, nil
+		}
+		expect, err := inbox.Check(req.CallID, call.Logged(), last)
+		if err != nil {
+			return holdover.AnswerResult{}, err
+		}
+		if err := holdover.ValidateBatch(call.Questions, req.Answers); err != nil {
+			if !readLast {
+				readLast = true // REPLY_QUEUED comes first (D6): read the subject to tell
+				continue
+			}
+			return holdover.AnswerResult{}, err
+		}
+		msg, err := events.NewReply(messageID, req.CallID, call.Questions, req.Answers)
+		if err != nil {
+			return holdover.AnswerResult{}, err
+		}
+		msg.Source.User = req.User
+		_, err = a.replies.Queue(ctx, req.Session, req.CallID, msg, expect)
+		if !holdover.HasCode(err, holdover.CodeConflict) {
+			if err != nil {
+				return holdover.AnswerResult{}, err
+			}
+			return holdover.AnswerResult{Accepted: true, MessageID: messageID}, nil
+		}
+		readLast = true // a reply or a marker is there: decide on what it is
 	}
-	return holdover.AnswerResult{Accepted: true, MessageID: messageID}, nil
+	return holdover.AnswerResult{}, holdover.Newf(holdover.CodeConflict, "the reply subject of call %s kept changing under %d attempts to answer it", req.CallID, maxAttempts)
+}
+
+// read returns the caught-up View of sid and, when withLast, the last
+// message of the reply subject of callID, both asked for at once.
+func (a *Answerer) read(ctx context.Context, sid, callID string, withLast bool) (projection.View, inbox.Last, error) {
+	var last inbox.Last
+	var lastErr error
+	var wg sync.WaitGroup
+	if withLast {
+		wg.Go(func() { last, lastErr = a.replies.Last(ctx, sid, callID) })
+	}
+	view, err := a.views.CaughtUp(ctx, sid)
+	wg.Wait()
+	if err == nil {
+		err = lastErr
+	}
+	return view, last, err
 }

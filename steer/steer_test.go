@@ -3,6 +3,7 @@ package steer_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,21 +14,58 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/steer"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// rig is the shared late-answer Env with a steer Answerer on it.
+// rig is the shared late-answer Env with a steer Answerer on it, and,
+// when marking, a projection worker writing Views and reservation markers.
 type rig struct {
 	*steertest.Env
 	answerer *steer.Answerer
+	marking  bool
 }
 
 func newRig(t *testing.T) *rig {
 	env := steertest.Start(t)
-	views := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
-	return &rig{Env: env, answerer: steer.New(views, env.Reservations, env.JS)}
+	return &rig{Env: env, answerer: steer.New(env.Views, env.Replies)}
+}
+
+// newMarkingRig is newRig with a projection worker running.
+func newMarkingRig(t *testing.T) *rig {
+	r := newRig(t)
+	r.RunWorker(t)
+	r.marking = true
+	return r
+}
+
+// bothWays runs test on a rig without a projection worker, where every
+// release and restore is read from the log, and on one with a worker,
+// where the test waits for each to be marked on the reply subject first
+// (folded): the rule must give the same answers either way (D8).
+func bothWays(t *testing.T, test func(t *testing.T, r *rig)) {
+	t.Run("read from the log", func(t *testing.T) { test(t, newRig(t)) })
+	t.Run("marked by the worker", func(t *testing.T) { test(t, newMarkingRig(t)) })
+}
+
+// folded waits, on a marking rig, until the projection worker has stored
+// s's View as of its last event, and so marked what it released or
+// restored.
+func (r *rig) folded(t *testing.T, s *steertest.Session) {
+	t.Helper()
+	if r.marking {
+		projectiontest.Folded(t, r.Topology.Questions, s.ID, s.Last())
+	}
+}
+
+// lastReply reads the last message of callID's reply subject.
+func (r *rig) lastReply(t *testing.T, sid, callID string) inbox.Last {
+	t.Helper()
+	l, err := r.Replies.Last(context.Background(), sid, callID)
+	require.NoError(t, err)
+	return l
 }
 
 func (r *rig) session(t *testing.T, sid string) *steertest.Session {
@@ -101,26 +139,32 @@ func (r *rig) acceptedAndClaimed(t *testing.T, s *steertest.Session, qs []holdov
 	return q[0]
 }
 
-// queued reads every message in Session sid's inbox, in order.
+// queued reads every message in Session sid's inbox, its own subject and
+// its reply subjects, in order, passing over reservation markers.
 func (r *rig) queued(t *testing.T, sid string) []inbox.Queued {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	subject, err := inbox.Subject(sid)
+	info, err := r.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter("holdover.session."+sid+".>"))
 	require.NoError(t, err)
-	info, err := r.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter(subject))
-	require.NoError(t, err)
-	want := int(info.State.Subjects[subject])
+	want := 0
+	for _, n := range info.State.Subjects {
+		want += int(n)
+	}
 	if want == 0 {
 		return nil
 	}
 	cons, err := inbox.Open(ctx, r.Topology.Inbox, sid, 0)
 	require.NoError(t, err)
 	var out []inbox.Queued
-	for len(out) < want {
-		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(5*time.Second))
+	for read := 0; read < want; {
+		batch, err := cons.Fetch(want-read, jetstream.FetchMaxWait(5*time.Second))
 		require.NoError(t, err)
 		for m := range batch.Messages() {
+			read++
+			if inbox.IsMarker(m.Headers()) {
+				continue
+			}
 			q, err := inbox.DecodeMsg(m)
 			require.NoError(t, err)
 			out = append(out, q)
@@ -287,76 +331,131 @@ func TestD6AnswersQueueInSubmissionOrder(t *testing.T) {
 // D8: a second answer is REPLY_QUEUED while the first awaits admission,
 // through splice and claim, and accepted again after a discard.
 func TestD8SecondAnswerQueuedUntilDiscard(t *testing.T) {
-	r := newRig(t)
-	s, qs := r.continuedCall(t)
-	first := r.accept(t, "s1", "call-1", steertest.Choose(qs))
+	bothWays(t, func(t *testing.T, r *rig) {
+		s, qs := r.continuedCall(t)
+		first := r.accept(t, "s1", "call-1", steertest.Choose(qs))
 
-	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+		// D6: REPLY_QUEUED comes before BAD_ANSWER, also while only the
+		// reply subject knows the reply (not spliced yet).
+		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", nil)
 
-	q := r.queued(t, "s1")
-	s.Splice(q[0].Message, q[0].Seq)
-	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
-	s.Claim(first)
-	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+		q := r.queued(t, "s1")
+		s.Splice(q[0].Message, q[0].Seq)
+		r.folded(t, s)
+		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+		s.Claim(first)
+		r.folded(t, s)
+		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
 
-	// P5, §7: the queued reply is cancelled before admission; the question
-	// stays answerable.
-	s.Discard(first)
-	second := r.accept(t, "s1", "call-1", steertest.Skip(qs))
-	require.NotEqual(t, first, second)
-	require.Len(t, r.queued(t, "s1"), 2)
+		// P5, §7: the queued reply is cancelled before admission; the
+		// question stays answerable.
+		s.Discard(first)
+		r.folded(t, s)
+		second := r.accept(t, "s1", "call-1", steertest.Skip(qs))
+		require.NotEqual(t, first, second)
+		require.Len(t, r.queued(t, "s1"), 2)
+		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+	})
 }
 
 // D8: a Turn that ends without admitting a spliced reply releases it; a
 // Turn end before the reply entered the agent's inbox does not, because
 // the reply is still on its way into the next Turn.
 func TestD8UnadmittedTurnEndReleases(t *testing.T) {
-	r := newRig(t)
-	s, qs := r.continuedCall(t)
-	r.accept(t, "s1", "call-1", steertest.Choose(qs))
+	bothWays(t, func(t *testing.T, r *rig) {
+		s, qs := r.continuedCall(t)
+		r.accept(t, "s1", "call-1", steertest.Choose(qs))
 
-	s.TurnEnd("t2")
-	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+		s.TurnEnd("t2")
+		r.folded(t, s)
+		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
 
-	q := r.queued(t, "s1")
-	s.Splice(q[0].Message, q[0].Seq)
-	s.TurnEnd("t3")
-	r.accept(t, "s1", "call-1", steertest.Skip(qs))
+		q := r.queued(t, "s1")
+		s.Splice(q[0].Message, q[0].Seq)
+		s.TurnEnd("t3")
+		r.folded(t, s)
+		r.accept(t, "s1", "call-1", steertest.Skip(qs))
+	})
 }
 
 // D5, D8: admission settles the call; it is then no longer answerable.
 func TestD8AdmissionSettles(t *testing.T) {
-	r := newRig(t)
-	s, qs := r.continuedCall(t)
-	reply := r.acceptedAndClaimed(t, s, qs)
-	s.Admit(reply.Message)
-	s.TurnEnd("t2")
+	bothWays(t, func(t *testing.T, r *rig) {
+		s, qs := r.continuedCall(t)
+		reply := r.acceptedAndClaimed(t, s, qs)
+		s.Admit(reply.Message)
+		s.TurnEnd("t2")
+		r.folded(t, s)
 
-	r.notAnswerable(t, "s1", "call-1", steertest.Skip(qs))
+		r.notAnswerable(t, "s1", "call-1", steertest.Skip(qs))
+		if r.marking {
+			require.Equal(t, inbox.Released, r.lastReply(t, "s1", "call-1").Marker)
+		}
+	})
 }
 
 // D8: a reply restored after a restart and claimed again re-creates its
 // reservation, which blocks a new answer until the reply is admitted.
 func TestD8RestoredReclaimedReplyBlocksANewOne(t *testing.T) {
-	r := newRig(t)
-	tr, _ := r.RunTracker(t)
-	s, qs := r.continuedCall(t)
-	reply := r.acceptedAndClaimed(t, s, qs)
-	// The runtime dies; the repair ends the Turn without admission, which
-	// releases the reservation.
-	s.TurnEnd("t2")
-	require.NoError(t, tr.Wait(context.Background(), s.Last()))
-	_, held, err := r.Reservations.Held(context.Background(), "s1", "call-1")
-	require.NoError(t, err)
-	require.False(t, held)
+	bothWays(t, func(t *testing.T, r *rig) {
+		ctx := context.Background()
+		s, qs := r.continuedCall(t)
+		reply := r.acceptedAndClaimed(t, s, qs)
+		// The runtime dies; the repair ends the Turn without admission,
+		// which releases the reservation.
+		s.TurnEnd("t2")
+		r.folded(t, s)
+		held, err := r.Replies.Held(ctx, "s1", "call-1", reply.Message.ID)
+		require.NoError(t, err)
+		require.False(t, held)
 
-	// The resumed runtime restores the reply from its splice and claims it.
-	s.Claim(reply.Message.ID)
-	require.NoError(t, tr.Wait(context.Background(), s.Last()))
-	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+		// The resumed runtime restores the reply from its splice and claims it.
+		s.Claim(reply.Message.ID)
+		r.folded(t, s)
+		held, err = r.Replies.Held(ctx, "s1", "call-1", reply.Message.ID)
+		require.NoError(t, err)
+		require.True(t, held)
+		r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Skip(qs))
+		if r.marking {
+			restored := r.lastReply(t, "s1", "call-1")
+			require.Equal(t, inbox.Restored, restored.Marker)
+			require.Equal(t, reply.Message.ID, restored.Holder())
+		}
 
-	s.Admit(reply.Message)
-	r.notAnswerable(t, "s1", "call-1", steertest.Skip(qs), "admitted: settled, no longer continued")
+		s.Admit(reply.Message)
+		r.notAnswerable(t, "s1", "call-1", steertest.Skip(qs), "admitted: settled, no longer continued")
+		require.Len(t, r.queued(t, "s1"), 1, "one reply, whatever happened to its reservation")
+	})
+}
+
+// D6, D8: of 100 late answers to one continued call sent at once, exactly
+// one is queued and the other 99 are REPLY_QUEUED.
+func TestD8ConcurrentAnswersQueueOneReply(t *testing.T) {
+	bothWays(t, func(t *testing.T, r *rig) {
+		_, qs := r.continuedCall(t)
+		const n = 100
+		var wg sync.WaitGroup
+		results := make([]holdover.AnswerResult, n)
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { results[i], errs[i] = r.answer(t, "s1", "call-1", steertest.Choose(qs)) })
+		}
+		wg.Wait()
+		var accepted []string
+		for i := range n {
+			if errs[i] == nil {
+				require.True(t, results[i].Accepted)
+				accepted = append(accepted, results[i].MessageID)
+				continue
+			}
+			require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(errs[i]), "%v", errs[i])
+		}
+		require.Len(t, accepted, 1)
+		q := r.queued(t, "s1")
+		require.Len(t, q, 1)
+		require.Equal(t, accepted[0], q[0].Message.ID)
+	})
 }
 
 func TestBadIdsAreBadRequest(t *testing.T) {
@@ -369,7 +468,7 @@ func TestBadIdsAreBadRequest(t *testing.T) {
 }
 
 // A call id that is not a plain token (as models produce) still works:
-// it is encoded in the reservation key, never used raw.
+// it is encoded in the reply subject, never used raw.
 func TestCallIDsAreTokenised(t *testing.T) {
 	r := newRig(t)
 	qs := steertest.Questions("q1")
@@ -378,9 +477,9 @@ func TestCallIDsAreTokenised(t *testing.T) {
 	r.refused(t, holdover.CodeReplyQueued, "s1", "toolu.01*>", steertest.Choose(qs))
 }
 
-// D8: a reply that could not be queued releases its reservation, so the
-// user can answer again once the inbox is back.
-func TestD8FailedPublishReleasesTheReservation(t *testing.T) {
+// D8: a reply that could not be queued reserves nothing (the publish is
+// the reservation), so the user can answer again once the inbox is back.
+func TestD8FailedPublishReservesNothing(t *testing.T) {
 	r := newRig(t)
 	qs := steertest.Questions("q1")
 	r.session(t, "s1").Continued("call-1", qs)
@@ -388,12 +487,10 @@ func TestD8FailedPublishReleasesTheReservation(t *testing.T) {
 	require.NoError(t, r.JS.DeleteStream(ctx, streams.InboxStream))
 
 	r.refused(t, holdover.CodeInternal, "s1", "call-1", steertest.Choose(qs))
-	_, held, err := r.Reservations.Held(ctx, "s1", "call-1")
-	require.NoError(t, err)
-	require.False(t, held)
 
 	top, err := streams.Provision(ctx, r.JS, streams.Config{Memory: true})
 	require.NoError(t, err)
 	r.Topology = top
+	require.Equal(t, inbox.Last{}, r.lastReply(t, "s1", "call-1"))
 	r.accept(t, "s1", "call-1", steertest.Choose(qs))
 }

@@ -10,11 +10,10 @@ import (
 
 // Stream and bucket names.
 const (
-	SessionsStream     = "SESSIONS"
-	InboxStream        = "INBOX"
-	QuestionsBucket    = "userQuestions"
-	RootsBucket        = "liveRoots"
-	ReservationsBucket = "replyReservations"
+	SessionsStream  = "SESSIONS"
+	InboxStream     = "INBOX"
+	QuestionsBucket = "userQuestions"
+	RootsBucket     = "liveRoots"
 	// ClaimsStream holds the Client claims and liveness leases (ephemeral
 	// consumers) and the short-lived frames the Host sends into claims.
 	ClaimsStream = "CLAIMS"
@@ -69,8 +68,7 @@ const (
 // denied them by name (package auth), since a consumer name is one token
 // no wildcard narrows.
 const (
-	ProjectionDurable   = "projection"
-	ReservationsDurable = "reservations"
+	ProjectionDurable = "projection"
 	// NotifyDurable is the one notifier processes share (package notify).
 	NotifyDurable = "notify"
 )
@@ -176,8 +174,34 @@ const (
 // EventsSubject is the Session log subject of sid.
 func EventsSubject(sid string) (string, error) { return SessionSubject(sid, eventsSuffix) }
 
-// InboxSubject is the durable inbox subject of sid.
+// InboxSubject is the durable inbox subject of sid, where steered
+// messages other than late replies are queued.
 func InboxSubject(sid string) (string, error) { return SessionSubject(sid, inboxSuffix) }
+
+// ReplySubject is the inbox subject of the late replies to call callID of
+// sid: holdover.session.<sid>.inbox.<call token>. Its last message is the
+// call's reply reservation (D8): a reply, or a marker that releases or
+// restores one.
+func ReplySubject(sid, callID string) (string, error) {
+	tok, err := Token(callID)
+	if err != nil {
+		return "", err
+	}
+	return SessionSubject(sid, inboxSuffix+"."+tok)
+}
+
+// ReplySubjects matches the reply subject of every call of every Session.
+const ReplySubjects = sessionPrefix + "*." + inboxSuffix + ".*"
+
+// InboxSubjects are the subjects a reader of sid's inbox filters on: the
+// Session's own inbox subject and every per-call reply subject.
+func InboxSubjects(sid string) ([]string, error) {
+	subject, err := InboxSubject(sid)
+	if err != nil {
+		return nil, err
+	}
+	return []string{subject, subject + ".*"}, nil
+}
 
 // AskSubject is the core subject where waterfall requests for sid go to
 // the Clients watching it.
@@ -189,15 +213,3 @@ func CancelSubject(sid string) (string, error) { return SessionSubject(sid, canc
 
 // Key joins KV key parts, each already checked or tokenised, with '.'.
 func Key(parts ...string) string { return strings.Join(parts, ".") }
-
-// ReservationKey is the reply reservation key of (sid, callID).
-func ReservationKey(sid, callID string) (string, error) {
-	if err := CheckSession(sid); err != nil {
-		return "", err
-	}
-	tok, err := Token(callID)
-	if err != nil {
-		return "", err
-	}
-	return Key(sid, tok), nil
-}

@@ -54,3 +54,27 @@ func FuzzToken(f *testing.F) {
 		require.Equal(t, id, back)
 	})
 }
+
+// D8: a late reply goes to a subject of its own call, which the Session's
+// inbox readers cover next to the Session's own inbox subject; a call id
+// that is not a plain token never adds a subject token or a wildcard.
+func TestReplySubjectIsPerCall(t *testing.T) {
+	subj, err := streams.ReplySubject("s1", "call_1")
+	require.NoError(t, err)
+	require.Equal(t, "holdover.session.s1.inbox.call_1", subj)
+	subj, err = streams.ReplySubject("s1", "a.b*>")
+	require.NoError(t, err)
+	require.Equal(t, 4, strings.Count(subj, "."), subj)
+	require.NotContains(t, subj, "*")
+	_, err = streams.ReplySubject("s1", "")
+	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
+	_, err = streams.ReplySubject("a.b", "c1")
+	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
+
+	filters, err := streams.InboxSubjects("s1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"holdover.session.s1.inbox", "holdover.session.s1.inbox.*"}, filters)
+	sid, ok := streams.SessionFromSubject(subj)
+	require.True(t, ok)
+	require.Equal(t, "s1", sid)
+}

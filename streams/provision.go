@@ -59,21 +59,20 @@ func (c Config) claimFrameAge() time.Duration {
 
 // Topology holds handles to every provisioned stream and bucket.
 type Topology struct {
-	Sessions     jetstream.Stream
-	Inbox        jetstream.Stream
-	Claims       jetstream.Stream
-	Questions    jetstream.KeyValue
-	Roots        jetstream.KeyValue
-	Reservations jetstream.KeyValue
+	Sessions  jetstream.Stream
+	Inbox     jetstream.Stream
+	Claims    jetstream.Stream
+	Questions jetstream.KeyValue
+	Roots     jetstream.KeyValue
 }
 
 // StreamConfigs returns the desired stream configurations.
 func (c Config) StreamConfigs() []jetstream.StreamConfig {
-	base := func(name, description, subject string) jetstream.StreamConfig {
+	base := func(name, description string, subjects ...string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
 			Name:         name,
 			Description:  description,
-			Subjects:     []string{subject},
+			Subjects:     subjects,
 			Retention:    jetstream.LimitsPolicy,
 			Storage:      c.storage(),
 			Replicas:     c.replicas(),
@@ -88,7 +87,8 @@ func (c Config) StreamConfigs() []jetstream.StreamConfig {
 	claims.Duplicates = min(claims.Duplicates, claims.MaxAge) // JetStream refuses a window beyond MaxAge
 	return []jetstream.StreamConfig{
 		base(SessionsStream, "Holdover Session logs: one subject per Session", AllEvents),
-		base(InboxStream, "Holdover Session inboxes: durable steered messages", AllInboxes),
+		base(InboxStream, "Holdover Session inboxes: durable steered messages, late replies per call",
+			AllInboxes, ReplySubjects),
 		claims,
 	}
 }
@@ -107,7 +107,6 @@ func (c Config) BucketConfigs() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
 		kv(QuestionsBucket, "Holdover userQuestions projection, key = Session id"),
 		kv(RootsBucket, "Holdover live runtime root per Session, key = Session id"),
-		kv(ReservationsBucket, "Holdover late-reply reservations, key = <session>.<call token>"),
 	}
 }
 
@@ -133,7 +132,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config) (*Topology
 	}
 	return &Topology{
 		Sessions: handles[0], Inbox: handles[1], Claims: handles[2],
-		Questions: buckets[0], Roots: buckets[1], Reservations: buckets[2],
+		Questions: buckets[0], Roots: buckets[1],
 	}, nil
 }
 
@@ -156,7 +155,7 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Topology, error) {
 	for _, b := range []struct {
 		name string
 		into *jetstream.KeyValue
-	}{{QuestionsBucket, &t.Questions}, {RootsBucket, &t.Roots}, {ReservationsBucket, &t.Reservations}} {
+	}{{QuestionsBucket, &t.Questions}, {RootsBucket, &t.Roots}} {
 		h, err := js.KeyValue(ctx, b.name)
 		if err != nil {
 			return nil, holdover.Wrapf(err, holdover.CodeInternal, "look up bucket %s (provision it first: holdover provision)", b.name)

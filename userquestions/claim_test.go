@@ -17,13 +17,13 @@ import (
 // id holds, because advisories name only the consumer.
 func TestClaimNamesCarryTheirWait(t *testing.T) {
 	for _, call := range []string{"call-1", "toolu_01ABC", "a.b", "*", ">", "x y", "~", "=abc", "ünï"} {
-		name, subject, err := newClaimName("s-1_A", call)
+		name, subject, err := NewClaimName("s-1_A", call)
 		require.NoError(t, err, call)
 		assert.NotContains(t, name, ".", "a consumer name never holds a dot")
-		key, ok := parseClaim(name)
+		key, ok := ParseClaim(name)
 		require.True(t, ok, name)
 		assert.Equal(t, waiter.Key{Session: "s-1_A", CallID: call}, key)
-		got, ok := frameSubject(name)
+		got, ok := FrameSubject(name)
 		require.True(t, ok)
 		assert.Equal(t, subject, got)
 		assert.True(t, strings.HasPrefix(subject, streams.ClaimPrefix+"."), subject)
@@ -35,41 +35,41 @@ func TestClaimNamesRefuseWhatCannotBeNamed(t *testing.T) {
 		{"a.b", "c"}, {"", "c"}, {"s", ""},
 		{strings.Repeat("s", 128), strings.Repeat("ü", 64)}, // fine apart, too long together
 	} {
-		_, _, err := newClaimName(tc.sid, tc.call)
+		_, _, err := NewClaimName(tc.sid, tc.call)
 		assert.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err), "%q %q", tc.sid, tc.call)
 	}
 }
 
 func TestLeasesAndForeignConsumersAreNotClaims(t *testing.T) {
 	for _, name := range []string{
-		leases.Name(roleWorker, "abc"), leases.Name(roleCaller, "abc"),
+		leases.Name(RoleWorker, "abc"), leases.Name(RoleCaller, "abc"),
 		"claim~s~c", "claim~s~c~id~extra", "claim~a*b~c~id", "claim~s~=!!~id", "other~s~c~id", "", "KV_userQuestions",
 	} {
-		_, ok := parseClaim(name)
+		_, ok := ParseClaim(name)
 		assert.False(t, ok, name)
-		_, ok = frameSubject(name)
+		_, ok = FrameSubject(name)
 		assert.False(t, ok, name)
 	}
 }
 
-// FuzzClaimName: every name newClaimName makes parses back to its wait.
+// FuzzClaimName: every name NewClaimName makes parses back to its wait.
 func FuzzClaimName(f *testing.F) {
 	for _, seed := range [][2]string{{"s1", "call-1"}, {"s-1_A", "a.b~c"}, {"x", "=abc"}, {"x", "ünï *>"}} {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, sid, call string) {
-		name, subject, err := newClaimName(sid, call)
+		name, subject, err := NewClaimName(sid, call)
 		if err != nil {
 			require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 			return
 		}
-		key, ok := parseClaim(name)
+		key, ok := ParseClaim(name)
 		require.True(t, ok, name)
 		require.Equal(t, waiter.Key{Session: sid, CallID: call}, key)
-		got, ok := frameSubject(name)
+		got, ok := FrameSubject(name)
 		require.True(t, ok)
 		require.Equal(t, subject, got)
-		require.LessOrEqual(t, len(name), maxNameLen)
+		require.LessOrEqual(t, len(name), MaxClaimNameLen)
 	})
 }
 
@@ -80,13 +80,13 @@ func FuzzParseClaim(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		key, ok := parseClaim(name)
+		key, ok := ParseClaim(name)
 		if !ok {
 			return
 		}
 		require.NoError(t, streams.CheckSession(key.Session))
 		require.NotEmpty(t, key.CallID)
-		_, ok = frameSubject(name)
+		_, ok = FrameSubject(name)
 		require.True(t, ok)
 	})
 }

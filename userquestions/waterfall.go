@@ -1,15 +1,9 @@
 package userquestions
 
 import (
-	"encoding/json"
-	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
-
 	"github.com/holdover-dev/holdover"
-	"github.com/holdover-dev/holdover/streams"
 )
 
 // The waterfall (W6, W8) carries one foreground request from the worker
@@ -93,8 +87,8 @@ const (
 	ReasonGone      = "gone"
 )
 
-// cancelReason names how a wait that ended with err ended.
-func cancelReason(err error) string {
+// CancelReason names how a wait that ended with err ended.
+func CancelReason(err error) string {
 	switch holdover.CodeOf(err) {
 	case "":
 		return ReasonAnswered
@@ -107,81 +101,11 @@ func cancelReason(err error) string {
 	}
 }
 
-// waterfall is the worker's end of the waterfall: it publishes requests
-// and receives every outcome on one wildcard subscription, routed by the
-// request id that ends each reply subject.
-type waterfall struct {
-	nc     *nats.Conn
-	prefix string // <streams.OutcomePrefix>.<nuid>. ; a reply subject is prefix + request id
-	sub    *nats.Subscription
-}
-
-// newWaterfall subscribes to the outcomes of this worker's requests and
-// hands each to route with the request id it names.
-func newWaterfall(nc *nats.Conn, route func(requestID string, m *nats.Msg)) (*waterfall, error) {
-	wf := &waterfall{nc: nc, prefix: streams.OutcomePrefix + "." + nuid.Next() + "."}
-	sub, err := nc.Subscribe(wf.prefix+"*", func(m *nats.Msg) {
-		route(strings.TrimPrefix(m.Subject, wf.prefix), m)
-	})
-	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "subscribe to waterfall outcomes: %v", err)
-	}
-	// Answerers reply at the speed of people; only a flood could fill
-	// this, and a dropped outcome is a lost answer, so do not bound it.
-	_ = sub.SetPendingLimits(-1, -1)
-	wf.sub = sub
-	return wf, nil
-}
-
-// newRequestID returns a fresh request id; it is a plain subject token.
-func newRequestID() string { return nuid.Next() }
-
-// replySubject is where the outcomes of request id come back.
-func (wf *waterfall) replySubject(id string) string { return wf.prefix + id }
-
-// publish sends req, whose Reply is its replySubject, to the Session's
-// answerers. A "no responders" status comes back on the reply subject.
-// It only reads req: inflight lists the same request meanwhile.
-func (wf *waterfall) publish(req *WaterfallRequest) error {
-	subject, err := streams.AskSubject(req.Session)
-	if err != nil {
-		return err
-	}
-	data, err := encode(req)
-	if err != nil {
-		return err
-	}
-	if err := wf.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: req.Reply, Data: data}); err != nil {
-		return holdover.Newf(holdover.CodeInternal, "publish request %s: %v", req.RequestID, err)
-	}
-	return nil
-}
-
-// cancel tells the Session's answerers that the request ended.
-func (wf *waterfall) cancel(sid string, notice CancelNotice) error {
-	subject, err := streams.CancelSubject(sid)
-	if err != nil {
-		return err
-	}
-	data, _ := json.Marshal(notice) // strings only
-	if err := wf.nc.Publish(subject, data); err != nil {
-		return holdover.Newf(holdover.CodeInternal, "publish cancel of %s: %v", notice.RequestID, err)
-	}
-	return nil
-}
-
-func (wf *waterfall) close() { _ = wf.sub.Unsubscribe() }
-
-// isNoResponders reports whether m is the server's "no responders" status.
-func isNoResponders(m *nats.Msg) bool {
-	return len(m.Data) == 0 && m.Header.Get("Status") == "503"
-}
-
-// parseOutcome decodes an answerer's outcome. Anything that is not a
+// ParseOutcome decodes an answerer's outcome. Anything that is not a
 // well-formed settle, reject or delegate is BAD_REQUEST.
-func parseOutcome(data []byte) (WaterfallOutcome, error) {
+func ParseOutcome(data []byte) (WaterfallOutcome, error) {
 	var out WaterfallOutcome
-	if err := decode(data, &out); err != nil {
+	if err := Decode(data, &out); err != nil {
 		return WaterfallOutcome{}, err
 	}
 	switch out.Kind {

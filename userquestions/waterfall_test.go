@@ -17,24 +17,24 @@ func TestParseOutcomeAcceptsOnlyWellFormedOutcomes(t *testing.T) {
 		`{"kind":"reject","error":{"code":"ASK_TIMED_OUT","message":"countdown"}}`,
 		`{"kind":"delegate"}`,
 	} {
-		_, err := parseOutcome([]byte(good))
+		_, err := ParseOutcome([]byte(good))
 		assert.NoError(t, err, good)
 	}
 	for _, bad := range []string{
 		``, `null`, `[]`, `{}`, `{"kind":"reject"}`, `{"kind":"reject","error":{"message":"x"}}`,
 		`{"kind":"answer","answers":[]}`, `{"kind":"delegate"} trailing`,
 	} {
-		_, err := parseOutcome([]byte(bad))
+		_, err := ParseOutcome([]byte(bad))
 		assert.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err), bad)
 	}
 }
 
 func TestCancelReasonNamesHowTheWaitEnded(t *testing.T) {
-	assert.Equal(t, ReasonAnswered, cancelReason(nil))
-	assert.Equal(t, ReasonExpired, cancelReason(holdover.New(holdover.CodeAskTimedOut, "")))
-	assert.Equal(t, ReasonAborted, cancelReason(holdover.New(holdover.CodeAskAborted, "")))
-	assert.Equal(t, ReasonRejected, cancelReason(holdover.New(holdover.CodeAskCancelled, "")))
-	assert.Equal(t, ReasonRejected, cancelReason(holdover.New(holdover.CodeNoProvider, "")))
+	assert.Equal(t, ReasonAnswered, CancelReason(nil))
+	assert.Equal(t, ReasonExpired, CancelReason(holdover.New(holdover.CodeAskTimedOut, "")))
+	assert.Equal(t, ReasonAborted, CancelReason(holdover.New(holdover.CodeAskAborted, "")))
+	assert.Equal(t, ReasonRejected, CancelReason(holdover.New(holdover.CodeAskCancelled, "")))
+	assert.Equal(t, ReasonRejected, CancelReason(holdover.New(holdover.CodeNoProvider, "")))
 }
 
 // FuzzParseOutcome: outcomes come from any answerer on the network. None
@@ -48,14 +48,14 @@ func FuzzParseOutcome(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, err := parseOutcome(data)
+		out, err := ParseOutcome(data)
 		if err != nil {
 			require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 			return
 		}
 		again, err := json.Marshal(out)
 		require.NoError(t, err)
-		back, err := parseOutcome(again)
+		back, err := ParseOutcome(again)
 		require.NoError(t, err)
 		require.Equal(t, out.Kind, back.Kind)
 		require.Equal(t, len(out.Answers), len(back.Answers))

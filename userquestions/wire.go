@@ -1,29 +1,112 @@
+// Package userquestions is the wire of the userQuestions service: what
+// crosses NATS between the question worker that serves it (package worker)
+// and the two sides that call it, agents (package caller) and answerers,
+// the gateways and terminal clients that answer for people (package
+// answerer). It names the service, its endpoints and subjects, the headers
+// and frames of the foreground calls, the waterfall's request, outcome and
+// cancel notice, the claim names and frames, and the {code, message} error
+// form, and decodes and encodes them. It holds no state and runs nothing:
+// each side imports it and none imports another side.
 package userquestions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// The endpoint names of the durable half. The foreground half names its
-// operations in its own files.
+// Name is the micro service name, as `nats micro ls` shows it.
+const Name = "userQuestions"
+
+// Version is the version the service announces.
+const Version = "0.1.0"
+
+// Description is the micro service description.
+const Description = "Holdover timed user questions: foreground waits and claims, late answers, the question projection"
+
+// The endpoints of the service, each served at Subject(op).
 const (
-	opAnswer = streams.EndpointAnswer
-	opView   = streams.EndpointView
+	OpAsk      = streams.EndpointAsk      // blocking ask, legacy or keyed (M1, M3)
+	OpAskTimed = streams.EndpointAskTimed // bounded foreground wait (W1)
+	OpInflight = streams.EndpointInflight // a Session's live requests, from every worker
+	OpAnswer   = streams.EndpointAnswer   // a late answer (D6)
+	OpView     = streams.EndpointView     // a Session's userQuestions projection
 )
+
+// Subject is the subject of the service endpoint op.
+func Subject(op string) string { return streams.ServicePrefix + "." + op }
+
+// DefaultCallTimeout bounds a short call (answer, view, inflight) whose
+// context has no deadline of its own.
+const DefaultCallTimeout = 10 * time.Second
+
+// The headers of the foreground calls between an agent and the worker
+// owning its wait. Every ask and askTimed names the caller's lease; the
+// worker's first message back is an accepted frame naming its own lease,
+// then the reply, so each side can tell when the other is gone.
+const (
+	// HeaderCallerLease names the caller's liveness lease. A request
+	// without it is refused with BAD_REQUEST.
+	HeaderCallerLease = "Holdover-Caller-Lease"
+	// HeaderFrame marks the accepted frame ([FrameAccepted]).
+	HeaderFrame   = "Holdover-Frame"
+	FrameAccepted = "accepted"
+	// HeaderOwnerStopped marks a reply from a worker that is stopping or
+	// lost NATS: [StoppedEndedWait] when it ended the call's wait, which the
+	// caller takes as the loss of the worker; any other value when it
+	// refused the call before a wait existed, which the caller asks again.
+	HeaderOwnerStopped = "Holdover-Owner-Stopped"
+	StoppedEndedWait   = "ended"
+)
+
+// Accepted is the body of the accepted frame: the lease of the worker
+// owning the wait, and the request id to abort or ask the status of.
+type Accepted struct {
+	Owner     string `json:"owner"`
+	RequestID string `json:"requestId"`
+}
+
+// The requests the worker owning a wait takes from its caller on
+// WorkerSubject(<worker lease>, verb); the body is the request id.
+const (
+	VerbAbort  = "abort"  // the caller stopped waiting: ASK_ABORTED
+	VerbStatus = "status" // is the request still live? "live" or "gone"
+)
+
+// WorkerSubject is where the worker holding lease takes verb.
+func WorkerSubject(lease, verb string) string {
+	return streams.WaitPrefix + "." + lease + "." + verb
+}
 
 // ViewRequest asks for a Session's userQuestions projection.
 type ViewRequest struct {
 	Session string `json:"session"`
 }
+
+// InflightRequest lists the live foreground requests of a Session.
+type InflightRequest struct {
+	Session string `json:"session"`
+}
+
+// InflightResult is one worker's share of a Session's live requests.
+type InflightResult struct {
+	Requests []WaterfallRequest `json:"requests"`
+}
+
+// NewRequestID returns a fresh request id; it is a plain subject token.
+func NewRequestID() string { return nuid.Next() }
 
 // MaxRequestBytes bounds one request or response body. It is the NATS
 // payload limit the embedded server and the streams are configured with.
@@ -37,10 +120,19 @@ const (
 	ErrorHeader     = micro.ErrorHeader
 )
 
-// decode parses one JSON request body into v. A body that is too large, is
-// not one JSON object or has trailing data is BAD_REQUEST; nothing has been
-// done yet, so the caller can fix its input and retry.
-func decode(data []byte, v any) error {
+// Decode parses one JSON body into v: a reply, a frame or a waterfall
+// message. A body that is too large, is not one JSON object or has
+// trailing data is BAD_REQUEST. Fields v does not know are ignored, so a
+// newer peer may add some.
+func Decode(data []byte, v any) error { return decode(data, v, false) }
+
+// DecodeRequest is [Decode] for the request of an endpoint, which must
+// also hold no field v does not know: a misspelt or misplaced field is
+// refused with BAD_REQUEST naming it ("agent.session"), never ignored.
+// Nothing has been done yet, so the caller can fix its input and retry.
+func DecodeRequest(data []byte, v any) error { return decode(data, v, true) }
+
+func decode(data []byte, v any, strict bool) error {
 	if len(data) > MaxRequestBytes {
 		return holdover.Newf(holdover.CodeBadRequest, "request is %d bytes, over the %d byte limit", len(data), MaxRequestBytes)
 	}
@@ -49,8 +141,16 @@ func decode(data []byte, v any) error {
 		return holdover.New(holdover.CodeBadRequest, "request must be one JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
-		return holdover.Newf(holdover.CodeBadRequest, "request is not valid JSON: %v", err)
+		if strict && strings.HasPrefix(err.Error(), "json: unknown field ") {
+			if path := unknownField(trimmed, v); path != "" {
+				return holdover.Newf(holdover.CodeBadRequest, "request has an unknown field %q", path)
+			}
+		}
+		return holdover.Wrap(err, holdover.CodeBadRequest, "request is not valid JSON")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return holdover.New(holdover.CodeBadRequest, "request has data after its JSON object")
@@ -58,11 +158,11 @@ func decode(data []byte, v any) error {
 	return nil
 }
 
-// encode renders a reply body, refusing one over the payload limit.
-func encode(v any) ([]byte, error) {
+// Encode renders a body, refusing one over the payload limit.
+func Encode(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "encode reply: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "encode reply")
 	}
 	if len(data) > MaxRequestBytes {
 		return nil, holdover.Newf(holdover.CodeInternal, "reply is %d bytes, over the %d byte limit", len(data), MaxRequestBytes)
@@ -70,9 +170,9 @@ func encode(v any) ([]byte, error) {
 	return data, nil
 }
 
-// errorMsg is the reply that carries err across the wire: its code and
+// ErrorMsg is the reply that carries err across the wire: its code and
 // message in the headers and, as {code, message}, in the body.
-func errorMsg(subject string, err error) *nats.Msg {
+func ErrorMsg(subject string, err error) *nats.Msg {
 	w := holdover.Wire(err)
 	body, _ := json.Marshal(w) // a struct of two strings always encodes
 	msg := nats.NewMsg(subject)
@@ -82,11 +182,11 @@ func errorMsg(subject string, err error) *nats.Msg {
 	return msg
 }
 
-// replyError rebuilds the typed error a reply carries, or returns nil for a
+// ReplyError rebuilds the typed error a reply carries, or returns nil for a
 // successful reply. The body is preferred, since headers lose newlines; a
 // reply whose body is not the {code, message} object falls back to the
 // headers.
-func replyError(msg *nats.Msg) error {
+func ReplyError(msg *nats.Msg) error {
 	code := msg.Header.Get(ErrorCodeHeader)
 	if code == "" {
 		return nil
@@ -98,16 +198,63 @@ func replyError(msg *nats.Msg) error {
 	return &w
 }
 
-// checkSession validates a Session id from a request: a bad id is
-// BAD_REQUEST, never a wildcard in a subject or key.
-func checkSession(sid string) error { return streams.CheckSession(sid) }
+// IsNoResponders reports whether m is the server's "no responders" status.
+func IsNoResponders(m *nats.Msg) bool {
+	return len(m.Data) == 0 && m.Header.Get("Status") == "503"
+}
 
-// checkCall validates a call id from a request; call ids are tokenised
-// before they enter a subject or key, so only emptiness and length matter.
-func checkCall(callID string) error {
-	_, err := streams.Token(callID)
-	if err != nil {
-		return holdover.Newf(holdover.CodeBadRequest, "call id: %v", err)
+// TransportError describes a call of op that got no reply. It is INTERNAL
+// (the caller's input was not judged) and still matches context.Canceled
+// or context.DeadlineExceeded with errors.Is when ctx ended.
+func TransportError(ctx context.Context, op string, err error) error {
+	if errors.Is(err, nats.ErrNoResponders) {
+		return holdover.Newf(holdover.CodeInternal, "no %s service answers %s: is a question worker running?", Name, Subject(op))
 	}
-	return nil
+	coded := holdover.Wrapf(err, holdover.CodeInternal, "call %s", Subject(op))
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", coded, ctx.Err())
+	}
+	return coded
+}
+
+// Call sends in to the endpoint op and decodes its reply into out: the
+// short calls (answer, view) that both sides make. A ctx without a
+// deadline gets timeout.
+func Call(ctx context.Context, nc *nats.Conn, timeout time.Duration, op string, in, out any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	data, err := Encode(in)
+	if err != nil {
+		return err
+	}
+	msg, err := nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: Subject(op), Data: data})
+	if err != nil {
+		return TransportError(ctx, op, err)
+	}
+	if err := ReplyError(msg); err != nil {
+		return err
+	}
+	return holdover.Wrapf(Decode(msg.Data, out), holdover.CodeInternal, "%s reply", op)
+}
+
+// CheckCall validates a call id from a request; call ids are tokenised
+// before they enter a subject or key, so only emptiness and length matter.
+func CheckCall(callID string) error {
+	_, err := streams.Token(callID)
+	return holdover.Wrap(err, holdover.CodeBadRequest, "call id")
+}
+
+// Flush waits until the server has processed everything sent on nc, so
+// subscriptions are in place before what depends on them. ctx without a
+// deadline gets DefaultCallTimeout.
+func Flush(ctx context.Context, nc *nats.Conn) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
+		defer cancel()
+	}
+	return holdover.Wrap(nc.FlushWithContext(ctx), holdover.CodeInternal, "flush subscriptions")
 }

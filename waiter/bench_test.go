@@ -34,11 +34,11 @@ func BenchmarkLiveTimedWaitMemory(b *testing.B) {
 		waits := make([]*Wait, live)
 		before := heapInUse()
 		for i := range live {
-			w, err := r.Start(parents[i], keys[i], 2*time.Minute)
+			w, err := r.Start(parents[i], Request{Key: keys[i], Timeout: 2 * time.Minute})
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, _, ok := w.Claim(claimIDs[i]); !ok {
+			if _, ok := w.Claim(claimIDs[i]); !ok {
 				b.Fatal("claim refused")
 			}
 			waits[i] = w

@@ -3,7 +3,7 @@ package waiter
 import "github.com/holdover-dev/holdover"
 
 // TimedOutcome maps a timed wait's result to the askTimed result (W5):
-// answers stay answers, ASK_TIMED_OUT (from the Host deadline or a Client
+// answers stay answers, ASK_TIMED_OUT (from the deadline or a Client
 // countdown) becomes pending, and every other error, ASK_ABORTED included,
 // is returned unchanged. Call it as TimedOutcome(w.Result(ctx)).
 //

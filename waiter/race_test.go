@@ -33,7 +33,7 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 			mu       sync.Mutex
 			wins     int
 			expected func(t *testing.T, answers []holdover.Answer, err error)
-			claims   []*Claim
+			claims   []held
 		)
 		won := func(check func(t *testing.T, answers []holdover.Answer, err error)) {
 			mu.Lock()
@@ -53,7 +53,8 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 		for g := range clients {
 			wg.Go(func() {
 				<-begin
-				c, _, ok := w.Claim(fmt.Sprintf("client-%d", g))
+				c := held{w, fmt.Sprintf("client-%d", g)}
+				_, ok := w.Claim(c.id)
 				if ok {
 					mu.Lock()
 					claims = append(claims, c)
@@ -85,13 +86,13 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 		wg.Wait()
 
 		// Answerers and rejecters always act, so the wait has settled, though
-		// a winning Host timer may still be finishing in its own goroutine.
+		// a winning deadline timer may still be finishing in its own goroutine.
 		settled(t, w)
 		answers, err := w.Result(context.Background())
 		switch wins {
 		case 0:
 			hostWins++
-			assertCode(t, holdover.CodeAskTimedOut, err, "round ", round, ": only the Host deadline can win without a winning call")
+			assertCode(t, holdover.CodeAskTimedOut, err, "round ", round, ": only the deadline can win without a winning call")
 			assert.Contains(t, err.Error(), "foreground wait")
 		case 1:
 			expected(t, answers, err)
@@ -105,9 +106,9 @@ func TestW8RacingOutcomesSettleOnce(t *testing.T) {
 				t.Fatalf("round %d: claim %s still open", round, c.ID())
 			}
 		}
-		assert.Empty(t, w.ClaimIDs())
+		assert.Empty(t, claimIDs(w))
 		assert.Equal(t, 0, r.Len())
 		assert.Equal(t, 0, waitertest.Timers(clock))
 	}
-	t.Logf("the Host deadline won %d of %d rounds", hostWins, rounds)
+	t.Logf("the deadline won %d of %d rounds", hostWins, rounds)
 }

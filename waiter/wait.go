@@ -12,38 +12,50 @@ import (
 )
 
 // NoDeadline is the remaining time [Wait.Claim] reports for a wait without
-// a Host deadline. A transport sends it as remainingMs -1: no countdown.
+// a deadline. A transport sends it as remainingMs -1: no countdown.
 const NoDeadline time.Duration = -1
 
 // Wait is the foreground wait of one call: its private cancellation, its
-// original Host deadline and its Client claims (W1). It settles exactly
-// once, with answers or an error, and then lets go of its timer, its claims
-// and its registry entry (W7). All methods are safe for concurrent use.
+// original deadline and its Client claims (W1), with the request it was
+// started with. It settles exactly once, with answers or an error, and then
+// lets go of its timer, its claims and its registry entries (W7). All
+// methods are safe for concurrent use.
 type Wait struct {
-	reg      *Registry
-	key      Key
-	timeout  time.Duration
-	deadline time.Time // the original Host deadline; zero without one
+	reg       *Registry
+	key       Key
+	id        string
+	caller    string
+	questions []holdover.Question
+	intent    *holdover.Intent
+	onSettle  func(w *Wait, claims []string)
+	timeout   time.Duration
+	deadline  time.Time // the original deadline; zero without one
+	seq       uint64    // registration order; set by the registry under its lock
 
 	ctx        context.Context
 	cancel     context.CancelCauseFunc
 	stopParent func() bool
 	done       chan struct{}
 
-	mu      sync.Mutex
-	claims  []*Claim
-	timer   clockwork.Timer // armed only while there is a deadline and no claim
-	settled bool
-	answers []holdover.Answer // the outcome; read freely once done is closed
-	err     error
+	mu       sync.Mutex
+	claims   []*hold
+	unframed []*hold         // claims held at settlement whose frame had not gone out
+	timer    clockwork.Timer // armed only while there is a deadline and no claim
+	settled  bool
+	answers  []holdover.Answer // the outcome; read freely once done is closed
+	err      error
 }
 
-func newWait(parent context.Context, r *Registry, key Key, timeout time.Duration) *Wait {
-	w := &Wait{reg: r, key: key, timeout: timeout, done: make(chan struct{})}
-	if timeout > 0 {
-		w.deadline = r.clock.Now().Add(timeout)
+func newWait(parent context.Context, r *Registry, req Request) *Wait {
+	w := &Wait{
+		reg: r, key: req.Key, id: req.ID, caller: req.Caller,
+		questions: req.Questions, intent: req.Intent, onSettle: req.Settled,
+		timeout: req.Timeout, done: make(chan struct{}),
 	}
-	// The parent's values but not its cancellation (W1): Host expiry must
+	if req.Timeout > 0 {
+		w.deadline = r.clock.Now().Add(req.Timeout)
+	}
+	// The parent's values but not its cancellation (W1): expiry must
 	// not end the Turn, and the Turn's end reaches the wait through the watch
 	// Start installs.
 	w.ctx, w.cancel = context.WithCancelCause(context.WithoutCancel(parent))
@@ -57,9 +69,21 @@ func (w *Wait) Deadline() (time.Time, bool) { return w.deadline, !w.deadline.IsZ
 // Key returns the call the wait belongs to.
 func (w *Wait) Key() Key { return w.key }
 
+// ID returns the request id it was started with.
+func (w *Wait) ID() string { return w.id }
+
+// Questions returns what it asks; the slice is shared, not to be changed.
+func (w *Wait) Questions() []holdover.Question { return w.questions }
+
+// Intent returns the intent it asks with, if any.
+func (w *Wait) Intent() *holdover.Intent { return w.intent }
+
+// Timed reports whether it has a deadline: an askTimed wait.
+func (w *Wait) Timed() bool { return !w.deadline.IsZero() }
+
 // Context is the wait's private cancellation. It is cancelled when the wait
 // settles, whatever the outcome; its cause is the settling error
-// (ASK_TIMED_OUT after Host expiry), or [context.Canceled] after an answer.
+// (ASK_TIMED_OUT after expiry), or [context.Canceled] after an answer.
 // A transport stops delivering the waterfall request when it is done.
 func (w *Wait) Context() context.Context { return w.ctx }
 
@@ -69,53 +93,69 @@ func (w *Wait) Context() context.Context { return w.ctx }
 func (w *Wait) Done() <-chan struct{} { return w.done }
 
 // Claim records that an answer UI holds the wait, under the transport's id
-// for it (the claim consumer's name), and stops the Host timer (W2).
+// for it (the claim consumer's name), and stops the deadline timer (W2).
 //
 // ok reports whether the transport sends the claim's one remainingMs frame
-// (W3): remaining is the Host-computed time left to the original deadline,
-// never below 0, or [NoDeadline]. ok is false, and no frame is due, when the
-// wait has ended, when id already holds a claim (its frame was computed at
-// its first attach), or when the wait had no claim and its deadline has
+// (W3): remaining is the time left to the original deadline, never below
+// 0, or [NoDeadline]. Once the frame has gone out the transport calls
+// [Wait.Framed]. ok is false, and no frame is due, when the wait has
+// ended, when id already holds a claim (its frame was computed at its
+// first attach), or when the wait had no claim and its deadline has
 // passed: then this attach expires it.
-func (w *Wait) Claim(id string) (c *Claim, remaining time.Duration, ok bool) {
+func (w *Wait) Claim(id string) (remaining time.Duration, ok bool) {
 	w.mu.Lock()
 	if w.settled || w.heldLocked(id) != nil {
 		w.mu.Unlock()
-		return nil, 0, false
+		return 0, false
 	}
 	now := w.reg.clock.Now()
 	if len(w.claims) == 0 && w.overdue(now) {
 		w.expireLocked()
-		return nil, 0, false
+		return 0, false
 	}
 	if len(w.claims) == 0 && w.timer != nil {
 		w.timer.Stop()
 	}
-	c = &Claim{w: w, id: id, held: true}
-	w.claims = append(w.claims, c)
+	w.claims = append(w.claims, &hold{id: id, seq: w.reg.nextSeq()})
 	w.mu.Unlock()
 
 	if w.deadline.IsZero() {
-		return c, NoDeadline, true
+		return NoDeadline, true
 	}
-	return c, max(0, w.deadline.Sub(now)), true
+	return max(0, w.deadline.Sub(now)), true
 }
 
-// Claimed returns the claim held under id.
-func (w *Wait) Claimed(id string) (*Claim, bool) {
+// Framed records that the claim under id has had its remainingMs frame,
+// and reports whether its closing is left to the settlement: the claim is
+// among those [Request.Settled] gets, or was released and needs nothing.
+// It is false when the wait settled while the frame went out: the
+// transport closes that claim itself, after its frame, so a Client never
+// sees the closing frame first (W3, W4).
+func (w *Wait) Framed(id string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c := w.heldLocked(id)
-	return c, c != nil
+	if c := w.heldLocked(id); c != nil {
+		c.framed = true
+		return true
+	}
+	i := slices.IndexFunc(w.unframed, func(c *hold) bool { return c.id == id })
+	if i < 0 {
+		return true
+	}
+	w.unframed = slices.Delete(w.unframed, i, i+1)
+	return false
 }
 
-// ClaimIDs returns the ids of the claims held now.
-func (w *Wait) ClaimIDs() []string {
+// ClaimsBefore returns the ids of the claims held now that were registered
+// at or before mark ([Registry.Mark]).
+func (w *Wait) ClaimsBefore(mark uint64) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ids := make([]string, len(w.claims))
-	for i, c := range w.claims {
-		ids[i] = c.id
+	var ids []string
+	for _, c := range w.claims {
+		if c.seq <= mark {
+			ids = append(ids, c.id)
+		}
 	}
 	return ids
 }
@@ -137,7 +177,7 @@ func (w *Wait) Reject(err error) bool {
 }
 
 // NoProvider tells the wait that no Client took the request. A wait with a
-// Host deadline keeps running to it, still claimable by a Client that joins
+// deadline keeps running to it, still claimable by a Client that joins
 // later (W6). A wait without one (a blocking ask) ends at once with
 // NO_PROVIDER. NoProvider reports whether it ended the wait.
 func (w *Wait) NoProvider() bool {
@@ -175,8 +215,9 @@ func (w *Wait) settle(answers []holdover.Answer, err error) bool {
 }
 
 // settleLocked records the outcome, stops the timer and drops the claims
-// under w.mu, then, after unlocking it, releases everything else and closes
-// done (W7). Callers hold w.mu and have checked that the wait is live.
+// under w.mu, then, after unlocking it, releases everything else, closes
+// done (W7) and tells the transport. Callers hold w.mu and have checked
+// that the wait is live.
 func (w *Wait) settleLocked(answers []holdover.Answer, err error) {
 	w.settled = true
 	w.answers, w.err = answers, err
@@ -184,8 +225,13 @@ func (w *Wait) settleLocked(answers []holdover.Answer, err error) {
 		w.timer.Stop()
 		w.timer = nil
 	}
+	var framed []string
 	for _, c := range w.claims {
-		c.held = false
+		if c.framed {
+			framed = append(framed, c.id)
+		} else {
+			w.unframed = append(w.unframed, c)
+		}
 	}
 	w.claims = nil
 	w.mu.Unlock()
@@ -194,6 +240,9 @@ func (w *Wait) settleLocked(answers []holdover.Answer, err error) {
 	w.cancel(err)
 	w.reg.remove(w)
 	close(w.done)
+	if w.onSettle != nil {
+		w.onSettle(w, framed)
+	}
 }
 
 // expireLocked ends an unclaimed wait whose deadline has passed (W5).
@@ -202,7 +251,7 @@ func (w *Wait) expireLocked() {
 		"no answer arrived within the %v foreground wait of call %q", w.timeout, w.key.CallID))
 }
 
-// arm starts the Host timer for d, reusing the wait's one timer. Callers
+// arm starts the deadline timer for d, reusing the wait's one timer. Callers
 // hold w.mu.
 func (w *Wait) arm(d time.Duration) {
 	if w.timer == nil {
@@ -212,7 +261,7 @@ func (w *Wait) arm(d time.Duration) {
 	w.timer.Reset(d)
 }
 
-// onTimer runs when the Host timer fires, which is only ever at the
+// onTimer runs when the deadline timer fires, which is only ever at the
 // original deadline. A firing that lost the race to an answer, or to an
 // attach that expired the wait itself, finds nothing to do; a claimed wait
 // never expires by the timer.
@@ -230,25 +279,28 @@ func (w *Wait) overdue(now time.Time) bool {
 	return !w.deadline.IsZero() && !now.Before(w.deadline)
 }
 
-func (w *Wait) heldLocked(id string) *Claim {
-	i := slices.IndexFunc(w.claims, func(c *Claim) bool { return c.id == id })
+func (w *Wait) heldLocked(id string) *hold {
+	i := slices.IndexFunc(w.claims, func(c *hold) bool { return c.id == id })
 	if i < 0 {
 		return nil
 	}
 	return w.claims[i]
 }
 
-// release drops c and, when it was the last claim, restores the original
-// deadline: the timer runs for what is left of it, or the wait expires at
-// once if it has passed (W2).
-func (w *Wait) release(c *Claim) {
+// Release ends the claim under id: its Client delegated, tore down or
+// disconnected. Losing the last claim restores the original deadline: the
+// timer runs for what is left of it, or the wait expires at once if it has
+// passed (W2). Releasing twice, a claim never held, or after the wait
+// settled, does nothing. Release does not close the claim's stream; the
+// wait's settlement does ([Wait.Done], [Request.Settled]).
+func (w *Wait) Release(id string) {
 	w.mu.Lock()
-	if !c.held {
+	i := slices.IndexFunc(w.claims, func(c *hold) bool { return c.id == id })
+	if i < 0 {
 		w.mu.Unlock()
 		return
 	}
-	c.held = false
-	w.claims = slices.DeleteFunc(w.claims, func(o *Claim) bool { return o == c })
+	w.claims = slices.Delete(w.claims, i, i+1)
 	if len(w.claims) > 0 || w.deadline.IsZero() {
 		w.mu.Unlock()
 		return
@@ -261,26 +313,13 @@ func (w *Wait) release(c *Claim) {
 	}
 }
 
-// Claim is one answer UI's hold on a wait (W2, W4).
-type Claim struct {
-	w    *Wait
-	id   string
-	held bool // guarded by w.mu
+// hold is one claim: an answer UI's hold on a wait (W2, W4), under the
+// transport's id for it. Guarded by its wait's mu.
+type hold struct {
+	id     string
+	seq    uint64 // registration order, for ClaimsBefore
+	framed bool   // its remainingMs frame has gone out
 }
-
-// ID returns the transport's id for the claim.
-func (c *Claim) ID() string { return c.id }
-
-// Release ends the claim: its Client delegated, tore down or disconnected.
-// Losing the last claim restores the original deadline, expiring the wait
-// at once if it has passed (W2). Releasing twice, or after the wait
-// settled, does nothing.
-func (c *Claim) Release() { c.w.release(c) }
-
-// Closed is closed when the wait settles: the transport then sends the
-// claim's closing frame and ends its stream (W4). It is the same signal for
-// every claim of a wait, and it does not fire on Release.
-func (c *Claim) Closed() <-chan struct{} { return c.w.done }
 
 // aborted is the outcome of a wait whose caller went away (W5).
 func aborted(ctx context.Context, key Key) error {

@@ -3,6 +3,8 @@ package waiter
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,7 +30,7 @@ func newTest(t *testing.T) (*clockwork.FakeClock, *Registry) {
 }
 
 // settled waits for w to settle. The fake clock runs a due timer's callback
-// in its own goroutine, so Host expiry lands just after Advance returns; the
+// in its own goroutine, so expiry lands just after Advance returns; the
 // bound only turns a hang into a failure.
 func settled(t *testing.T, w *Wait) {
 	t.Helper()
@@ -74,7 +76,7 @@ func assertCode(t *testing.T, code holdover.Code, err error, why ...any) {
 
 func start(t *testing.T, r *Registry, key Key, timeout time.Duration) *Wait {
 	t.Helper()
-	w, err := r.Start(context.Background(), key, timeout)
+	w, err := r.Start(context.Background(), Request{Key: key, Timeout: timeout})
 	require.NoError(t, err)
 	return w
 }
@@ -85,7 +87,7 @@ func startUnder(t *testing.T, r *Registry, key Key, timeout time.Duration) (*Wai
 	t.Helper()
 	parent, cancel := context.WithCancelCause(context.Background())
 	t.Cleanup(func() { cancel(nil) })
-	w, err := r.Start(parent, key, timeout)
+	w, err := r.Start(parent, Request{Key: key, Timeout: timeout})
 	require.NoError(t, err)
 	return w, parent, cancel
 }
@@ -98,11 +100,24 @@ func answered(t *testing.T, w *Wait) {
 	assert.Equal(t, batch, got)
 }
 
-func claim(t *testing.T, w *Wait, id string) (*Claim, time.Duration) {
+// claimIDs returns the ids of the claims w holds now.
+func claimIDs(w *Wait) []string { return w.ClaimsBefore(math.MaxUint64) }
+
+// held is a test's handle on the claim id of w.
+type held struct {
+	w  *Wait
+	id string
+}
+
+func (h held) Release()                { h.w.Release(h.id) }
+func (h held) Closed() <-chan struct{} { return h.w.Done() }
+func (h held) ID() string              { return h.id }
+
+func claim(t *testing.T, w *Wait, id string) (held, time.Duration) {
 	t.Helper()
-	c, remaining, ok := w.Claim(id)
+	remaining, ok := w.Claim(id)
 	require.True(t, ok, "claim %s", id)
-	return c, remaining
+	return held{w, id}, remaining
 }
 
 type ctxKey struct{}
@@ -110,7 +125,7 @@ type ctxKey struct{}
 func TestW1PrivateCancellationKeepsParentValuesNotItsFate(t *testing.T) {
 	clock, r := newTest(t)
 	parent := context.WithValue(context.Background(), ctxKey{}, "turn-7")
-	w, err := r.Start(parent, callA, 5*time.Second)
+	w, err := r.Start(parent, Request{Key: callA, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 
 	assert.Equal(t, "turn-7", w.Context().Value(ctxKey{}), "values flow from the Turn")
@@ -126,22 +141,22 @@ func TestW1ParentAlreadyEndedStartsNothing(t *testing.T) {
 	_, r := newTest(t)
 	parent, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := r.Start(parent, callA, 5*time.Second)
+	_, err := r.Start(parent, Request{Key: callA, Timeout: 5 * time.Second})
 	assertCode(t, holdover.CodeAskAborted, err)
 	assert.Equal(t, 0, r.Len())
 }
 
 func TestW1StartChecksTimeoutAndKey(t *testing.T) {
 	_, r := newTest(t)
-	for _, d := range []time.Duration{-time.Millisecond, MaxTimeout + time.Millisecond} {
-		_, err := r.Start(context.Background(), callA, d)
+	for _, d := range []time.Duration{-time.Millisecond, holdover.MaxTimeout + time.Millisecond} {
+		_, err := r.Start(context.Background(), Request{Key: callA, Timeout: d})
 		assertCode(t, holdover.CodeBadTimeout, err)
 	}
-	_, err := r.Start(context.Background(), Key{Session: "s1"}, time.Second)
+	_, err := r.Start(context.Background(), Request{Key: Key{Session: "s1"}, Timeout: time.Second})
 	assertCode(t, holdover.CodeBadRequest, err)
 	assert.Equal(t, 0, r.Len())
 
-	w := start(t, r, callA, MaxTimeout)
+	w := start(t, r, callA, holdover.MaxTimeout)
 	assert.True(t, w.Answer(batch))
 }
 
@@ -166,7 +181,7 @@ func TestW2LeavingRestoresTheOriginalDeadline(t *testing.T) {
 	clock.Advance(time.Second)
 	c, remaining := claim(t, w, "client-1")
 	assert.Equal(t, 4000*time.Millisecond, remaining)
-	assert.Equal(t, 0, waitertest.Timers(clock), "no Host timer while claimed")
+	assert.Equal(t, 0, waitertest.Timers(clock), "no deadline timer while claimed")
 
 	clock.Advance(2 * time.Second) // +3 s
 	live(t, w)
@@ -192,7 +207,7 @@ func TestW2TwoClaimsHoldPastDeadlineUntilTheLastLeaves(t *testing.T) {
 
 	a.Release()
 	live(t, w)
-	assert.Equal(t, []string{"client-b"}, w.ClaimIDs())
+	assert.Equal(t, []string{"client-b"}, claimIDs(w))
 	assert.Equal(t, 0, waitertest.Timers(clock), "one claim still holds the wait")
 
 	b.Release() // the deadline has passed: expire at once
@@ -227,13 +242,11 @@ func TestW3OneRemainingFramePerClaim(t *testing.T) {
 	assert.Equal(t, 5000*time.Millisecond, remaining)
 
 	clock.Advance(time.Second)
-	again, _, ok := w.Claim("client-1") // a repeated advisory or a reconcile listing
+	again, ok := w.Claim("client-1") // a repeated advisory or a reconcile listing
 	assert.False(t, ok, "a held claim gets no second frame")
-	assert.Nil(t, again)
-	held, found := w.Claimed("client-1")
-	assert.True(t, found)
-	assert.Same(t, c, held)
-	assert.Equal(t, "client-1", held.ID())
+	assert.Zero(t, again)
+	assert.True(t, slices.Contains(claimIDs(w), "client-1"))
+	assert.Equal(t, []string{"client-1"}, claimIDs(w))
 
 	clock.Advance(10 * time.Second) // past the deadline, still held
 	d, remaining := claim(t, w, "client-2")
@@ -247,15 +260,13 @@ func TestW3AttachToEndedWaitYieldsNoFrame(t *testing.T) {
 	_, r := newTest(t)
 	w := start(t, r, callA, 5*time.Second)
 	require.True(t, w.Answer(batch))
-	c, remaining, ok := w.Claim("client-1")
+	remaining, ok := w.Claim("client-1")
 	assert.False(t, ok)
-	assert.Nil(t, c)
 	assert.Zero(t, remaining)
-	_, found := w.Claimed("client-1")
-	assert.False(t, found)
+	assert.False(t, slices.Contains(claimIDs(w), "client-1"))
 }
 
-// lateClock is a fake clock whose timer callbacks wait at gate: a Host
+// lateClock is a fake clock whose timer callbacks wait at gate: a deadline
 // timer that is due but has not run yet, the window in which an attach must
 // expire the wait itself (W3).
 type lateClock struct {
@@ -274,9 +285,9 @@ func TestW3UnclaimedPastDeadlineAttachExpiresTheWait(t *testing.T) {
 
 	clock.Advance(5 * time.Second)
 	live(t, w) // the timer is due, its callback held at the gate
-	c, _, ok := w.Claim("client-1")
+	_, ok := w.Claim("client-1")
 	assert.False(t, ok, "no frame for an expired wait")
-	assert.Nil(t, c)
+	assert.False(t, slices.Contains(claimIDs(w), "client-1"))
 	settledNow(t, w)
 	_, err := w.Result(context.Background())
 	assertCode(t, holdover.CodeAskTimedOut, err)
@@ -300,14 +311,14 @@ func TestW4EveryClaimClosesWhenTheWaitSettles(t *testing.T) {
 	}
 
 	require.True(t, w.Answer(batch))
-	for _, cl := range []*Claim{a, b, c} {
+	for _, cl := range []held{a, b, c} {
 		select {
 		case <-cl.Closed():
 		default:
 			t.Fatalf("claim %s still open after settlement", cl.ID())
 		}
 	}
-	assert.Empty(t, w.ClaimIDs())
+	assert.Empty(t, claimIDs(w))
 
 	// The Clients let go after settlement: harmless, no timer comes back.
 	a.Release()
@@ -317,7 +328,7 @@ func TestW4EveryClaimClosesWhenTheWaitSettles(t *testing.T) {
 	answered(t, w)
 }
 
-func TestW5HostExpiryAbortsOnlyTheWait(t *testing.T) {
+func TestW5ExpiryAbortsOnlyTheWait(t *testing.T) {
 	clock, r := newTest(t)
 	w, parent, _ := startUnder(t, r, callA, 2*time.Second)
 	c, _ := claim(t, w, "client-1")
@@ -458,7 +469,7 @@ func TestW7CompletionReleasesEverything(t *testing.T) {
 			assert.Equal(t, 0, r.Len(), "no registry entry left")
 			_, found := r.Get(callA)
 			assert.False(t, found)
-			assert.Empty(t, w.ClaimIDs())
+			assert.Empty(t, claimIDs(w))
 			<-c.Closed()
 			<-w.Context().Done()
 			assert.NoError(t, parent.Err())
@@ -480,7 +491,7 @@ func TestSiblingWaitsAreIndependent(t *testing.T) {
 	_, err := result(t, a)
 	assertCode(t, holdover.CodeAskTimedOut, err)
 	live(t, b)
-	assert.Equal(t, []string{"client-1"}, b.ClaimIDs())
+	assert.Equal(t, []string{"client-1"}, claimIDs(b))
 	select {
 	case <-cb.Closed():
 		t.Fatal("a sibling's expiry closed this claim")
@@ -496,7 +507,7 @@ func TestSiblingWaitsAreIndependent(t *testing.T) {
 func TestNoDeadlineNeverExpires(t *testing.T) {
 	clock, r := newTest(t)
 	w := start(t, r, Key{Session: "s1", CallID: "blocking"}, 0)
-	assert.Equal(t, 0, waitertest.Timers(clock), "no Host timer without a deadline")
+	assert.Equal(t, 0, waitertest.Timers(clock), "no timer without a deadline")
 
 	c, remaining := claim(t, w, "client-1")
 	assert.Equal(t, NoDeadline, remaining)

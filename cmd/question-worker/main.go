@@ -34,7 +34,7 @@ func main() {
 	fs.IntVar(&cfg.Streams.Replicas, "replicas", 1, "replicas per stream and bucket (3 on a cluster)")
 	fs.BoolVar(&cfg.Streams.Memory, "memory", false, "keep streams and buckets in memory (tests and demos only)")
 	provision := fs.Bool("provision", true, "provision the topology at start (needs admin credentials; with worker credentials run `holdover provision` and pass --provision=false)")
-	fs.DurationVar(&cfg.Service.Foreground.ReleaseBound, "release-bound", userquestions.DefaultReleaseBound,
+	fs.DurationVar(&cfg.Service.ReleaseBound, "release-bound", userquestions.DefaultReleaseBound,
 		"how long after a Client, agent or worker disappears its claims and waits are released (at least 1s)")
 	_ = fs.Parse(os.Args[1:])
 

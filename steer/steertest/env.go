@@ -2,48 +2,56 @@ package steertest
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// Env is a real embedded server with the Session log and the inbox
-// reservations on it: what a late answer and the Tracker that follows its
-// reply work on (D6, D8).
+// Env is a real embedded server with the Session log, the projection and
+// the late replies on it: what a late answer and the projection worker
+// that marks its reply's reservation work on (D6, D8).
 type Env struct {
 	*embeddedtest.Env
-	Log          *sessionlog.Log
-	Reservations *inbox.Reservations
+	Log     *sessionlog.Log
+	Views   *projection.Store
+	Replies *inbox.Replies
 }
 
 // Start starts an Env on an in-memory server that stops when the test ends.
 func Start(t testing.TB) *Env {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
-	return &Env{Env: env, Log: log, Reservations: inbox.NewReservations(env.Topology.Reservations, log)}
+	views := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
+	return &Env{
+		Env:     env,
+		Log:     sessionlog.New(env.JS, env.Topology.Sessions),
+		Views:   views,
+		Replies: inbox.NewReplies(env.JS, env.Topology.Inbox, views),
+	}
 }
 
-// RunTracker runs a reservation Tracker until stop is called or the test
-// ends, whichever comes first; either way its Run must end without an
-// error.
-func (e *Env) RunTracker(t testing.TB) (tr *inbox.Tracker, stop func()) {
-	tr = inbox.NewTracker(e.Reservations, e.Topology.Sessions, e.Log, inbox.TrackerConfig{})
+// RunWorker runs a projection worker, which writes the Views and the
+// reservation markers, until stop is called or the test ends, whichever
+// comes first; either way its Run must end without an error.
+func (e *Env) RunWorker(t testing.TB) (stop func()) {
+	w := projection.NewWorker(e.Views, e.Replies, projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- tr.Run(ctx) }()
+	go func() { done <- w.Run(ctx) }()
 	stopped := false
 	stop = func() {
 		if !stopped {
 			stopped = true
 			cancel()
 			if err := <-done; err != nil {
-				t.Fatalf("tracker: %v", err)
+				t.Fatalf("projection worker: %v", err)
 			}
 		}
 	}
 	t.Cleanup(stop)
-	return tr, stop
+	return stop
 }

@@ -3,8 +3,8 @@
 // calls and their results, inbox splices, claims, admissions, discards and
 // Turn ends) through sessionlog, so tests exercise the same log, fold and
 // reservations that production does. [Start] gives those tests the real
-// embedded server, Session log and reservations to run on, and
-// [Env.RunTracker] the reservation Tracker that follows a reply.
+// embedded server, Session log, projection and replies to run on, and
+// [Env.RunWorker] the projection worker that marks a reply's reservation.
 package steertest
 
 import (

@@ -1,4 +1,4 @@
-// Package waitertest is test support for code whose Host deadlines run on
+// Package waitertest is test support for code whose deadlines run on
 // a fake clock (W2, W5): it counts the timers armed on it, so a test can
 // say whether a deadline runs without advancing the clock to find out.
 // It never arms, advances or stops a timer itself.

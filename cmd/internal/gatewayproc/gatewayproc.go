@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/ops"
-	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/web"
 )
 
@@ -40,16 +40,16 @@ type Config struct {
 func Component(nc *nats.Conn, js jetstream.JetStream, cfg Config) ops.Component {
 	return ops.Component{Name: "gateway", Run: func(ctx context.Context) error {
 		defer cfg.Listener.Close()
-		answerer, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: cfg.ReleaseBound, Log: cfg.Logger})
+		ans, err := answerer.New(nc, answerer.Config{ReleaseBound: cfg.ReleaseBound, Log: cfg.Logger})
 		if err != nil {
 			return err
 		}
-		defer answerer.Close()
+		defer ans.Close()
 		srv, err := gateway.New(gateway.Config{
 			NATS:           nc,
 			JetStream:      js,
 			Tokens:         cfg.Tokens,
-			Services:       []gateway.Service{gateway.UserQuestions(answerer), gateway.Sessions()},
+			Services:       []gateway.Service{gateway.UserQuestions(ans), gateway.Sessions()},
 			Files:          web.Files(),
 			OriginPatterns: cfg.Origins,
 			Logger:         cfg.Logger,

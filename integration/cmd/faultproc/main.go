@@ -4,11 +4,14 @@
 // memory. It exists only for integration/ and is never shipped.
 //
 //	faultproc worker  -nats URL [-bound 1s]
+//	faultproc folder  -nats URL [-ackwait 30s]
 //	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N] [-timeout 1h] [-report]
 //	faultproc server  -store DIR
 //	faultproc claimer -nats URL -session S [-bound 1s] [-claims N] [-timed N -instance I -epoch E]
 //
-// A worker serves the question service. An agent sends its askTimed and
+// A worker serves the question service. A folder runs the projection
+// worker, which writes the Views and the reply reservations' markers. An
+// agent sends its askTimed and
 // keyed ask calls and waits on them. A server runs an embedded NATS server.
 // A claimer watches the Session and holds a claim on each of the first N
 // requests; with -timed it also sends the calls, as an agent would, so a
@@ -22,6 +25,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -33,15 +37,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: faultproc worker|agent -nats URL …")
+		fmt.Fprintln(os.Stderr, "usage: faultproc worker|folder|agent|claimer -nats URL …")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -57,6 +66,7 @@ func main() {
 	timeout := fs.Duration("timeout", time.Hour, "agent: askTimed timeout")
 	report := fs.Bool("report", false, "agent: print each call's outcome")
 	store := fs.String("store", "", "server: JetStream store folder")
+	ackWait := fs.Duration("ackwait", 0, "folder: AckWait of the projection consumer (0: the default)")
 	_ = fs.Parse(os.Args[2:])
 	if os.Args[1] == "server" {
 		if err := serve(*store); err != nil {
@@ -76,10 +86,14 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "worker":
-		err = worker(nc, *bound, *creds == "", log)
+		err = serveWorker(nc, *bound, *creds == "", log)
+	case "folder":
+		err = folder(nc, *ackWait, *creds == "", log)
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed, *timeout, *report)
 		fmt.Println("ready")
+	case "leaseless":
+		err = leaseless(nc, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch})
 	case "claimer":
 		err = claimer(nc, *bound, log, *session, *claims, func() {
 			if *timed > 0 {
@@ -100,12 +114,12 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// worker serves the userQuestions service on the topology the test made,
-// provisioning it when it may (no credentials: no authentication).
-func worker(nc *nats.Conn, bound time.Duration, provision bool, log *slog.Logger) error {
+// topology looks up the topology the test made, provisioning it,
+// idempotently, when it may (no credentials: no authentication).
+func topology(nc *nats.Conn, provision bool) (jetstream.JetStream, *streams.Topology, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -113,13 +127,32 @@ func worker(nc *nats.Conn, bound time.Duration, provision bool, log *slog.Logger
 	if provision {
 		top, err = streams.Provision(ctx, js, streams.Config{Memory: true})
 	}
+	return js, top, err
+}
+
+// serveWorker serves the userQuestions service on the topology the test made.
+func serveWorker(nc *nats.Conn, bound time.Duration, provision bool, log *slog.Logger) error {
+	js, top, err := topology(nc, provision)
 	if err != nil {
 		return err
 	}
-	svc := userquestions.New(nc, js, top, userquestions.Config{Foreground: userquestions.ForegroundConfig{ReleaseBound: bound}}, log)
-	if err := svc.Start(ctx); err != nil {
+	svc := worker.New(nc, js, top, worker.Config{ReleaseBound: bound}, log)
+	if err := svc.Start(context.Background()); err != nil {
 		return err
 	}
+	fmt.Println("ready")
+	return nil
+}
+
+// folder runs a projection worker on the topology the test made.
+func folder(nc *nats.Conn, ackWait time.Duration, provision bool, log *slog.Logger) error {
+	js, top, err := topology(nc, provision)
+	if err != nil {
+		return err
+	}
+	w := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Inbox, nil),
+		projection.WorkerConfig{AckWait: ackWait, Logger: log})
+	go func() { _ = w.Run(context.Background()) }()
 	fmt.Println("ready")
 	return nil
 }
@@ -127,8 +160,11 @@ func worker(nc *nats.Conn, bound time.Duration, provision bool, log *slog.Logger
 // agent sends its calls and waits on them; the test kills it mid-wait,
 // or with report freezes it and reads how each call ended.
 func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref holdover.AgentRef, timed, keyed int, timeout time.Duration, report bool) {
-	c := userquestions.NewClient(nc, 0)
-	c.ConfigureCalls(userquestions.CallerConfig{ReleaseBound: bound, Log: log})
+	c, err := caller.New(context.Background(), nc, caller.Config{ReleaseBound: bound, Log: log})
+	if err != nil {
+		log.Error("hold the caller lease", "err", err)
+		os.Exit(1)
+	}
 	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
 	var out sync.Mutex
 	for i := range timed {
@@ -164,6 +200,45 @@ func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref
 	}
 }
 
+// leaseless asks a keyed blocking ask (call "keyed") and an askTimed (call
+// "timed", one hour) of sid as the nats CLI would, with no caller lease,
+// and says on its ready line, as JSON, what each call was answered and how
+// long that took; then it waits to be killed.
+func leaseless(nc *nats.Conn, sid string, ref holdover.AgentRef) error {
+	qs := []holdover.Question{{ID: "q", Question: "Still there?"}}
+	type answer struct {
+		Code    holdover.Code `json:"code"`
+		Message string        `json:"message"`
+		TookMs  int64         `json:"tookMs"`
+	}
+	out := map[string]answer{}
+	for op, req := range map[string]any{
+		userquestions.OpAsk:      holdover.AskRequest{Session: sid, CallID: "keyed", Agent: &ref, Questions: qs},
+		userquestions.OpAskTimed: holdover.AskTimedRequest{Session: sid, CallID: "timed", Agent: &ref, Questions: qs, TimeoutMs: 3_600_000},
+	} {
+		data, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		m, err := nc.Request(userquestions.Subject(op), data, time.Minute)
+		if err != nil {
+			return err
+		}
+		e := &holdover.Error{}
+		if rerr := userquestions.ReplyError(m); rerr != nil {
+			e = holdover.Wire(rerr)
+		}
+		out[op] = answer{Code: e.Code, Message: e.Message, TookMs: time.Since(start).Milliseconds()}
+	}
+	said, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready", string(said))
+	return nil
+}
+
 // serve runs an embedded server with no consumer limit: every claim is one.
 func serve(store string) error {
 	srv, err := embedded.Start(embedded.Options{StoreDir: store, MaxConsumers: -1})
@@ -177,7 +252,7 @@ func serve(store string) error {
 // claimer holds a claim, with its frame received, on each of the first n
 // requests of sid; ask runs once the claimer watches the Session.
 func claimer(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, n int, ask func()) error {
-	a, err := userquestions.NewAnswerer(nc, userquestions.AnswererConfig{ReleaseBound: bound, Log: log})
+	a, err := answerer.New(nc, answerer.Config{ReleaseBound: bound, Log: log})
 	if err != nil {
 		return err
 	}
@@ -203,7 +278,7 @@ type claiming struct {
 	left int
 }
 
-func (h *claiming) Request(d *userquestions.Delivery) {
+func (h *claiming) Request(d *answerer.Delivery) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.left == 0 {
@@ -213,7 +288,7 @@ func (h *claiming) Request(d *userquestions.Delivery) {
 	go h.claim(d)
 }
 
-func (h *claiming) claim(d *userquestions.Delivery) {
+func (h *claiming) claim(d *answerer.Delivery) {
 	h.attaching <- struct{}{}
 	defer func() { <-h.attaching }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -230,4 +305,4 @@ func (h *claiming) claim(d *userquestions.Delivery) {
 	h.framed.Done()
 }
 
-func (h *claiming) Cancel(*userquestions.Delivery, string) {}
+func (h *claiming) Cancel(*answerer.Delivery, string) {}

@@ -1,4 +1,4 @@
-package userquestions
+package caller
 
 import (
 	"context"
@@ -15,7 +15,10 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
 )
+
+var q1 = []holdover.Question{{ID: "q1", Question: "Ship it?", Options: []holdover.Option{{Label: "yes"}, {Label: "no"}}}}
 
 // stuckOwner is a worker as a caller sees one that froze right after it
 // took a call: its lease exists and its subscriptions stand, it sends the
@@ -31,24 +34,24 @@ type stuckOwner struct {
 func newStuckOwner(t *testing.T, url string, answer func() string) *stuckOwner {
 	t.Helper()
 	nc, js := embeddedtest.Connect(t, url)
-	l, err := leases.Hold(context.Background(), nc, js, roleWorker, nuid.Next(), MinReleaseBound)
+	l, err := leases.Hold(context.Background(), nc, js, userquestions.RoleWorker, nuid.Next(), userquestions.MinReleaseBound)
 	require.NoError(t, err)
 	o := &stuckOwner{lease: l.Name(), statuses: make(chan time.Time, 100), aborts: make(chan string, 10)}
-	_, err = nc.Subscribe(Subject(opAskTimed), func(m *nats.Msg) {
+	_, err = nc.Subscribe(userquestions.Subject(userquestions.OpAskTimed), func(m *nats.Msg) {
 		frame := nats.NewMsg(m.Reply)
-		frame.Header.Set(headerFrame, frameAccepted)
-		frame.Data, _ = json.Marshal(accepted{Owner: o.lease, RequestID: "r1"})
+		frame.Header.Set(userquestions.HeaderFrame, userquestions.FrameAccepted)
+		frame.Data, _ = json.Marshal(userquestions.Accepted{Owner: o.lease, RequestID: "r1"})
 		_ = nc.PublishMsg(frame)
 	})
 	require.NoError(t, err)
-	_, err = nc.Subscribe(ownerSubject(o.lease, verbStatus), func(m *nats.Msg) {
+	_, err = nc.Subscribe(userquestions.WorkerSubject(o.lease, userquestions.VerbStatus), func(m *nats.Msg) {
 		o.statuses <- time.Now()
 		if a := answer(); a != "" {
 			_ = m.Respond([]byte(a))
 		}
 	})
 	require.NoError(t, err)
-	_, err = nc.Subscribe(ownerSubject(o.lease, verbAbort), func(m *nats.Msg) {
+	_, err = nc.Subscribe(userquestions.WorkerSubject(o.lease, userquestions.VerbAbort), func(m *nats.Msg) {
 		o.aborts <- string(m.Data)
 		_ = m.Respond(nil)
 	})
@@ -60,8 +63,8 @@ func newStuckOwner(t *testing.T, url string, answer func() string) *stuckOwner {
 func backstopClient(t *testing.T, url string) *Client {
 	t.Helper()
 	nc, _ := embeddedtest.Connect(t, url)
-	c := NewClient(nc, 0)
-	c.ConfigureCalls(CallerConfig{ReleaseBound: MinReleaseBound})
+	c, err := New(context.Background(), nc, Config{ReleaseBound: userquestions.MinReleaseBound})
+	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
 }
@@ -83,9 +86,9 @@ func TestTimedCallOfAFrozenOwnerEndsPendingWithinTheBound(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, out.Pending)
 	deadline := time.Duration(backstopAsk.TimeoutMs) * time.Millisecond
-	t.Logf("pending %v after the deadline (release bound %v)", took-deadline, MinReleaseBound)
-	assert.GreaterOrEqual(t, took, deadline+MinReleaseBound/2, "the owner was asked half a bound past the deadline")
-	assert.Less(t, took, deadline+MinReleaseBound+200*time.Millisecond)
+	t.Logf("pending %v after the deadline (release bound %v)", took-deadline, userquestions.MinReleaseBound)
+	assert.GreaterOrEqual(t, took, deadline+userquestions.MinReleaseBound/2, "the owner was asked half a bound past the deadline")
+	assert.Less(t, took, deadline+userquestions.MinReleaseBound+200*time.Millisecond)
 	select {
 	case id := <-owner.aborts:
 		assert.Equal(t, "r1", id)
@@ -120,13 +123,12 @@ func TestTimedCallOfALiveOwnerWaitsForItsReply(t *testing.T) {
 	}
 	// The owner settles: the caller takes its reply.
 	nc, _ := embeddedtest.Connect(t, env.Server.ClientURL())
-	cs := &c.fg
-	cs.mu.Lock()
+	c.mu.Lock()
 	var reply string
-	for token := range cs.calls {
-		reply = cs.prefix + token
+	for token := range c.calls {
+		reply = c.prefix + token
 	}
-	cs.mu.Unlock()
+	c.mu.Unlock()
 	require.NotEmpty(t, reply)
 	require.NoError(t, nc.Publish(reply, []byte(`{"answers":[{"id":"q1","selected":["yes"]}]}`)))
 	require.NoError(t, <-done)

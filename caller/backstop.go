@@ -1,4 +1,4 @@
-package userquestions
+package caller
 
 import (
 	"errors"
@@ -8,39 +8,39 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/holdover-dev/holdover"
-	leases "github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/userquestions"
 )
 
-// The caller's backstop for a timed call whose owner froze.
+// The caller's backstop for a timed call whose worker froze.
 //
 // A worker that freezes (SIGSTOP, a long GC or VM pause) keeps its NATS
 // connection, and so its lease, until the server's pings close it: its
 // timers do not fire, and its callers, watching the lease, hear nothing.
 // The caller knows the deadline, though. Half a release bound past it, a
-// call still waiting asks its owner whether the wait is live (the status
+// call still waiting asks its worker whether the wait is live (the status
 // request a reconnect uses), giving it another half bound to answer:
 //
-//   - "live": the owner is running and holds the deadline; a Client's
+//   - "live": the worker is running and holds the deadline; a Client's
 //     claim may be pausing it (W2). Asked again every half bound.
-//   - no answer in time, or nobody subscribed: the owner is frozen or
-//     gone. The call ends as a lost owner (pending, the question stays
-//     answerable) and the owner is told to abort it when it wakes.
-//   - "gone" twice in a row: the owner ended the wait, but its reply did
+//   - no answer in time, or nobody subscribed: the worker is frozen or
+//     gone. The call ends as a lost worker (pending, the question stays
+//     answerable) and the worker is told to abort it when it wakes.
+//   - "gone" twice in a row: the worker ended the wait, but its reply did
 //     not come (a reply overtaken by the status answer comes between the
 //     two asks): lost too.
 //
 // So a timed call ends at most one release bound after its deadline, with
-// no Client claim holding it, whether its owner dies, is cut off or
+// no Client claim holding it, whether its worker dies, is cut off or
 // freezes. The hook into a call is backstopFor and the overdue channel
 // waitCall selects on; this file holds everything else.
 
 // backstop watches one timed call past its deadline.
 type backstop struct {
-	cs    *callerSide
+	c     *Client
 	pc    *pendingCall
 	every time.Duration // half a release bound: between asks, and an ask's patience
 
-	overdue chan struct{} // closed when the owner failed to vouch for the call
+	overdue chan struct{} // closed when the worker failed to vouch for the call
 
 	mu      sync.Mutex
 	timer   *time.Timer
@@ -48,7 +48,7 @@ type backstop struct {
 	misses  int // asks in a row that did not find the wait live
 }
 
-// timedDeadline is when a timed call sent now is due: its Host deadline
+// timedDeadline is when a timed call sent now is due: its deadline
 // starts when the worker receives it, which is no earlier. A timeout the
 // service will refuse gets no deadline.
 func timedDeadline(req holdover.AskTimedRequest) time.Time {
@@ -60,13 +60,13 @@ func timedDeadline(req holdover.AskTimedRequest) time.Time {
 
 // backstopFor arms the backstop of a timed call with deadline (the zero
 // time for a call without one, which gets none) and returns the channel
-// closed once its owner failed to vouch for it, and the function that
+// closed once its worker failed to vouch for it, and the function that
 // disarms it when the call ends.
-func (cs *callerSide) backstopFor(pc *pendingCall, deadline time.Time) (<-chan struct{}, func()) {
+func (c *Client) backstopFor(pc *pendingCall, deadline time.Time) (<-chan struct{}, func()) {
 	if deadline.IsZero() {
 		return nil, func() {}
 	}
-	b := &backstop{cs: cs, pc: pc, every: leases.Bound(cs.cfg.ReleaseBound) / 2, overdue: make(chan struct{})}
+	b := &backstop{c: c, pc: pc, every: c.cfg.ReleaseBound / 2, overdue: make(chan struct{})}
 	b.mu.Lock()
 	b.timer = time.AfterFunc(time.Until(deadline)+b.every, b.check)
 	b.mu.Unlock()
@@ -80,19 +80,19 @@ func (b *backstop) stop() {
 	b.timer.Stop()
 }
 
-// check asks the call's owner about it, on the timer's goroutine.
+// check asks the call's worker about it, on the timer's goroutine.
 func (b *backstop) check() {
 	b.pc.mu.Lock()
-	owner, id := b.pc.owner, b.pc.requestID
+	worker, id := b.pc.worker, b.pc.requestID
 	b.pc.mu.Unlock()
 	live := false
 	lost := false
 	switch {
-	case owner == "":
+	case worker == "":
 		// No accepted frame yet: the worker that took the call is frozen
 		// before it could say so, or its frame is on the way.
 	default:
-		reply, err := b.cs.nc.Request(ownerSubject(owner, verbStatus), []byte(id), b.every)
+		reply, err := b.c.nc.Request(userquestions.WorkerSubject(worker, userquestions.VerbStatus), []byte(id), b.every)
 		switch {
 		case err == nil:
 			live = string(reply.Data) == "live"
@@ -116,8 +116,8 @@ func (b *backstop) check() {
 	}
 	if lost || b.misses >= 2 {
 		b.stopped = true
-		b.cs.log.Warn("the owner of a timed call did not vouch for it past its deadline; the call ends pending",
-			"owner", owner, "request", id)
+		b.c.log.Warn("the worker of a timed call did not vouch for it past its deadline; the call ends pending",
+			"worker", worker, "request", id)
 		close(b.overdue)
 		return
 	}

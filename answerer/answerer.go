@@ -1,4 +1,10 @@
-package userquestions
+// Package answerer is the answering side of the userQuestions service,
+// for the processes that answer questions for people: gateways, on behalf
+// of their web Clients, and terminal clients. Its Client watches Sessions'
+// foreground requests (the waterfall), lists the ones in flight, settles,
+// rejects or delegates them, and opens claims on their waits (W2–W4). It
+// speaks the wire of package userquestions and never imports the worker.
+package answerer
 
 import (
 	"context"
@@ -12,75 +18,100 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	leases "github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
 )
 
-// DefaultInflightGather is how long an inflight listing waits for more
-// workers after the last one answered: the endpoint fans out to every
-// worker, and none knows how many others there are.
-const DefaultInflightGather = 50 * time.Millisecond
-
-// AnswererConfig configures an Answerer.
-type AnswererConfig struct {
+// Config configures a Client. Its zero value is the defaults.
+type Config struct {
 	// ReleaseBound is the InactiveThreshold of this answerer's claims: how
 	// long a wait stays paused after the answerer dies. 0 means
-	// DefaultReleaseBound; values below MinReleaseBound are raised to it.
+	// userquestions.DefaultReleaseBound; values below
+	// userquestions.MinReleaseBound are raised to it.
 	// Keep the connection's reconnect wait well below it.
 	ReleaseBound time.Duration
-	// InflightGather: see DefaultInflightGather; 0 means the default.
+	// InflightGather: see userquestions.DefaultInflightGather; 0 means the default.
 	InflightGather time.Duration
+	// CallTimeout bounds a late answer or a view read made with a context
+	// that has no deadline; 0 means userquestions.DefaultCallTimeout.
+	CallTimeout time.Duration
 	// Log receives the answerer's warnings; nil means slog.Default().
 	Log *slog.Logger
 }
 
-// Answerer is the answering side of the waterfall, for gateways and
-// terminal clients: it watches Sessions' requests, lists in-flight ones,
-// settles, rejects or delegates them, and opens claims on their waits.
-type Answerer struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	bound  time.Duration
-	gather time.Duration
-	log    *slog.Logger
-	owners *leases.Watcher
-	stop   func()
+// Client is an answerer's link to the question workers: it watches
+// Sessions' requests, lists in-flight ones, settles, rejects or delegates
+// them, and opens claims on their waits.
+type Client struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	bound   time.Duration
+	gather  time.Duration
+	timeout time.Duration
+	log     *slog.Logger
+	workers *leases.Watcher
+	stop    func()
 }
 
-// NewAnswerer returns an answerer on nc. Close it when done.
-func NewAnswerer(nc *nats.Conn, cfg AnswererConfig) (*Answerer, error) {
+// withDefaults fills in what cfg leaves zero.
+func (cfg Config) withDefaults() Config {
+	cfg.ReleaseBound = leases.Bound(cfg.ReleaseBound)
+	if cfg.InflightGather <= 0 {
+		cfg.InflightGather = userquestions.DefaultInflightGather
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = userquestions.DefaultCallTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return cfg
+}
+
+// New returns an answerer's Client on nc. Close it when done.
+func New(nc *nats.Conn, cfg Config) (*Client, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "jetstream: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "jetstream")
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.Default()
+	cfg = cfg.withDefaults()
+	a := &Client{
+		nc:      nc,
+		js:      js,
+		bound:   cfg.ReleaseBound,
+		gather:  cfg.InflightGather,
+		timeout: cfg.CallTimeout,
+		log:     cfg.Log,
+		workers: leases.NewWatcher(nc, js, cfg.Log),
 	}
-	a := &Answerer{
-		nc:     nc,
-		js:     js,
-		bound:  leases.Bound(cfg.ReleaseBound),
-		gather: cmpOr(cfg.InflightGather, DefaultInflightGather),
-		log:    log,
-		owners: leases.NewWatcher(nc, js, log),
-	}
-	a.stop = leases.OnReconnect(nc, 0, a.owners.Recheck)
+	a.stop = leases.OnReconnect(nc, 0, a.workers.Recheck)
 	return a, nil
 }
 
-func cmpOr(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
+// Close stops the answerer's background work. Close open Watches first.
+func (a *Client) Close() { a.stop() }
+
+// Answer sends a late answer to a continued call (D6). A result with
+// Accepted false means the call is unknown or not continued; REPLY_QUEUED
+// and BAD_ANSWER come back as errors with those codes.
+func (a *Client) Answer(ctx context.Context, req holdover.AnswerRequest) (holdover.AnswerResult, error) {
+	var out holdover.AnswerResult
+	err := userquestions.Call(ctx, a.nc, a.timeout, userquestions.OpAnswer, req, &out)
+	return out, err
 }
 
-// Close stops the answerer's background work. Close open Watches first.
-func (a *Answerer) Close() { a.stop() }
+// View returns the Session's userQuestions projection, caught up to the
+// Session's last event.
+func (a *Client) View(ctx context.Context, sid string) (projection.View, error) {
+	var out projection.View
+	err := userquestions.Call(ctx, a.nc, a.timeout, userquestions.OpView, userquestions.ViewRequest{Session: sid}, &out)
+	return out, err
+}
 
 // Inflight lists the Session's live requests across all workers.
-func (a *Answerer) Inflight(ctx context.Context, sid string) ([]*Delivery, error) {
-	reqs, err := fetchInflight(ctx, a.nc, sid, a.gather)
+func (a *Client) Inflight(ctx context.Context, sid string) ([]*Delivery, error) {
+	reqs, err := userquestions.FetchInflight(ctx, a.nc, sid, a.gather)
 	if err != nil {
 		return nil, err
 	}
@@ -91,69 +122,8 @@ func (a *Answerer) Inflight(ctx context.Context, sid string) ([]*Delivery, error
 	return out, nil
 }
 
-func (a *Answerer) delivery(r WaterfallRequest) *Delivery {
+func (a *Client) delivery(r userquestions.WaterfallRequest) *Delivery {
 	return &Delivery{WaterfallRequest: r, a: a}
-}
-
-// fetchInflight asks every worker for its live requests of sid and merges
-// the answers: it waits for the first, then until gather passes with no
-// more. With no worker up, nothing is in flight.
-func fetchInflight(ctx context.Context, nc *nats.Conn, sid string, gather time.Duration) ([]WaterfallRequest, error) {
-	if err := streams.CheckSession(sid); err != nil {
-		return nil, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
-		defer cancel()
-	}
-	data, err := encode(InflightRequest{Session: sid})
-	if err != nil {
-		return nil, err
-	}
-	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "subscribe for inflight: %v", err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.PublishRequest(Subject(opInflight), inbox, data); err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "request inflight: %v", err)
-	}
-	var out []WaterfallRequest
-	seen := make(map[string]bool)
-	for first := true; ; first = false {
-		wait := ctx
-		if !first {
-			var cancel context.CancelFunc
-			wait, cancel = context.WithTimeout(ctx, gather)
-			defer cancel()
-		}
-		m, err := sub.NextMsgWithContext(wait)
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
-			return nil, nil
-		case err != nil && first:
-			return nil, transportError(ctx, opInflight, err)
-		case err != nil && ctx.Err() != nil:
-			return nil, transportError(ctx, opInflight, err)
-		case err != nil:
-			return out, nil // gather passed: every worker that is up has answered
-		}
-		if err := replyError(m); err != nil {
-			return nil, err
-		}
-		var part InflightResult
-		if err := decode(m.Data, &part); err != nil {
-			return nil, holdover.Newf(holdover.CodeInternal, "inflight reply: %v", err)
-		}
-		for _, r := range part.Requests {
-			if !seen[r.RequestID] {
-				seen[r.RequestID] = true
-				out = append(out, r)
-			}
-		}
-	}
 }
 
 // Delivery is one request as an answerer holds it. Its methods are the
@@ -161,15 +131,15 @@ func fetchInflight(ctx context.Context, nc *nats.Conn, sid string, gather time.D
 // its draft until the request's cancel notice or the projection says how
 // it ended.
 type Delivery struct {
-	WaterfallRequest
-	a *Answerer
+	userquestions.WaterfallRequest
+	a *Client
 
 	mu    sync.Mutex
 	claim *Claim
 }
 
 // Settle answers the request. A batch that does not name every question
-// exactly once is BAD_ANSWER here and would be dropped by the Host.
+// exactly once is BAD_ANSWER here and would be dropped by the worker.
 func (d *Delivery) Settle(answers []holdover.Answer) error {
 	if err := holdover.ValidateBatch(d.Questions, answers); err != nil {
 		return err
@@ -177,43 +147,43 @@ func (d *Delivery) Settle(answers []holdover.Answer) error {
 	if answers == nil {
 		answers = []holdover.Answer{}
 	}
-	return d.send(WaterfallOutcome{Kind: OutcomeSettle, Answers: answers})
+	return d.send(userquestions.WaterfallOutcome{Kind: userquestions.OutcomeSettle, Answers: answers})
 }
 
 // Reject fails the request with err's code and message: ASK_TIMED_OUT when
 // the Client's countdown ran out (W5), ASK_CANCELLED when the user closed
 // an unkeyed blocking panel (C2).
 func (d *Delivery) Reject(err error) error {
-	return d.send(WaterfallOutcome{Kind: OutcomeReject, Error: holdover.Wire(err)})
+	return d.send(userquestions.WaterfallOutcome{Kind: userquestions.OutcomeReject, Error: holdover.Wire(err)})
 }
 
 // Delegate passes the request on without answering it: it releases the
-// claim first, so the Host deadline runs again (W4), and the request stays
+// claim first, so the wait's deadline runs again (W4), and the request stays
 // with the other and later answerers.
 func (d *Delivery) Delegate(ctx context.Context) error {
 	if err := d.releaseClaim(ctx); err != nil {
 		return err
 	}
-	return d.send(WaterfallOutcome{Kind: OutcomeDelegate})
+	return d.send(userquestions.WaterfallOutcome{Kind: userquestions.OutcomeDelegate})
 }
 
-func (d *Delivery) send(out WaterfallOutcome) error {
+func (d *Delivery) send(out userquestions.WaterfallOutcome) error {
 	if d.Reply == "" {
 		return holdover.Newf(holdover.CodeBadRequest, "request %s has no reply subject", d.RequestID)
 	}
-	data, err := encode(out)
+	data, err := userquestions.Encode(out)
 	if err != nil {
 		return err
 	}
 	if err := d.a.nc.Publish(d.Reply, data); err != nil {
-		return holdover.Newf(holdover.CodeInternal, "send %s outcome of %s: %v", out.Kind, d.RequestID, err)
+		return holdover.Wrapf(err, holdover.CodeInternal, "send %s outcome of %s", out.Kind, d.RequestID)
 	}
 	return nil
 }
 
 // AttachWait opens the claim on the request's wait (W3) before the Client
 // attaches its answer channel; read its one frame with Claim.Remaining.
-// The Client keeps it until the Host closes it (W4). A request without a
+// The Client keeps it until the worker closes it (W4). A request without a
 // wait (a legacy ask) cannot be claimed: BAD_REQUEST. Attaching twice
 // returns the open claim.
 func (d *Delivery) AttachWait(ctx context.Context) (*Claim, error) {
@@ -250,13 +220,13 @@ type Handler interface {
 	// Request is called once for every live request of the Session.
 	Request(d *Delivery)
 	// Cancel is called once when a delivered request ends, with the
-	// reason of its cancel notice (or ReasonOwnerLost, ReasonGone).
+	// reason of its cancel notice (or userquestions.ReasonOwnerLost, userquestions.ReasonGone).
 	Cancel(d *Delivery, reason string)
 }
 
 // Watch is an answerer's view of one Session's requests.
 type Watch struct {
-	a          *Answerer
+	a          *Client
 	sid        string
 	cancelSubj string
 	h          Handler
@@ -271,8 +241,8 @@ type Watch struct {
 	closeErr error
 
 	// Guarded by the watch goroutine: only it touches them.
-	live   map[string]*Delivery
-	owners map[string]func() // owner lease → unwatch
+	live    map[string]*Delivery
+	workers map[string]func() // worker lease → unwatch
 }
 
 // watchBuffer holds requests and cancels that arrive while the handler
@@ -283,9 +253,9 @@ const watchBuffer = 4096
 // requests already in flight, and delivers each live request once to h.
 // After a reconnect it lists again: requests missed meanwhile are
 // delivered, and delivered ones that ended meanwhile are cancelled with
-// ReasonGone. Requests of a worker that dies are cancelled with
-// ReasonOwnerLost within the release bound.
-func (a *Answerer) Watch(ctx context.Context, sid string, h Handler) (*Watch, error) {
+// userquestions.ReasonGone. Requests of a worker that dies are cancelled with
+// userquestions.ReasonOwnerLost within the release bound.
+func (a *Client) Watch(ctx context.Context, sid string, h Handler) (*Watch, error) {
 	ask, err := streams.AskSubject(sid)
 	if err != nil {
 		return nil, err
@@ -298,7 +268,7 @@ func (a *Answerer) Watch(ctx context.Context, sid string, h Handler) (*Watch, er
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		live:     make(map[string]*Delivery),
-		owners:   make(map[string]func()),
+		workers:  make(map[string]func()),
 	}
 	// One channel for both subjects keeps their order: the connection's
 	// reader pushes into it as messages arrive.
@@ -306,15 +276,15 @@ func (a *Answerer) Watch(ctx context.Context, sid string, h Handler) (*Watch, er
 		sub, err := a.nc.ChanSubscribe(subject, w.msgs)
 		if err != nil {
 			w.unsubscribe()
-			return nil, holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", subject, err)
+			return nil, holdover.Wrapf(err, holdover.CodeInternal, "subscribe to %s", subject)
 		}
 		w.subs = append(w.subs, sub)
 	}
-	if err := flush(ctx, a.nc); err != nil {
+	if err := userquestions.Flush(ctx, a.nc); err != nil {
 		w.unsubscribe()
 		return nil, err
 	}
-	reqs, err := fetchInflight(ctx, a.nc, sid, a.gather)
+	reqs, err := userquestions.FetchInflight(ctx, a.nc, sid, a.gather)
 	if err != nil {
 		w.unsubscribe()
 		return nil, err
@@ -324,7 +294,7 @@ func (a *Answerer) Watch(ctx context.Context, sid string, h Handler) (*Watch, er
 	return w, nil
 }
 
-func (w *Watch) run(initial []WaterfallRequest) {
+func (w *Watch) run(initial []userquestions.WaterfallRequest) {
 	defer close(w.done)
 	for _, r := range initial {
 		w.deliver(r)
@@ -351,14 +321,14 @@ func (w *Watch) post(f func()) {
 
 func (w *Watch) handle(m *nats.Msg) {
 	if m.Subject == w.cancelSubj {
-		var n CancelNotice
-		if decode(m.Data, &n) == nil {
+		var n userquestions.CancelNotice
+		if userquestions.Decode(m.Data, &n) == nil {
 			w.end(n.RequestID, n.Reason)
 		}
 		return
 	}
-	var r WaterfallRequest
-	if err := decode(m.Data, &r); err != nil {
+	var r userquestions.WaterfallRequest
+	if err := userquestions.Decode(m.Data, &r); err != nil {
 		w.a.log.Warn("drop malformed waterfall request", "session", w.sid, "err", err)
 		return
 	}
@@ -366,13 +336,13 @@ func (w *Watch) handle(m *nats.Msg) {
 	w.deliver(r)
 }
 
-func (w *Watch) deliver(r WaterfallRequest) {
+func (w *Watch) deliver(r userquestions.WaterfallRequest) {
 	if _, dup := w.live[r.RequestID]; dup || r.Reply == "" {
 		return
 	}
 	d := w.a.delivery(r)
 	w.live[r.RequestID] = d
-	w.watchOwner(r.Owner)
+	w.watchWorker(r.Owner)
 	w.h.Request(d)
 }
 
@@ -382,10 +352,10 @@ func (w *Watch) end(requestID, reason string) {
 		return
 	}
 	delete(w.live, requestID)
-	if reason == ReasonOwnerLost || reason == ReasonGone {
+	if reason == userquestions.ReasonOwnerLost || reason == userquestions.ReasonGone {
 		// Nobody is left to close the claim: a worker that owns the call
 		// next must not find it held.
-		ctx, cancel := context.WithTimeout(context.Background(), DefaultCallTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), userquestions.DefaultCallTimeout)
 		if err := d.releaseClaim(ctx); err != nil {
 			w.a.log.Warn("release claim of a lost request", "request", requestID, "err", err)
 		}
@@ -394,41 +364,42 @@ func (w *Watch) end(requestID, reason string) {
 	w.h.Cancel(d, reason)
 }
 
-// watchOwner makes sure the death of owner cancels its requests.
-func (w *Watch) watchOwner(owner string) {
-	if owner == "" || w.owners[owner] != nil {
+// watchWorker makes sure the death of the worker holding lease cancels
+// its requests.
+func (w *Watch) watchWorker(lease string) {
+	if lease == "" || w.workers[lease] != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultCallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), userquestions.DefaultCallTimeout)
 	defer cancel()
-	lost, unwatch := w.a.owners.Watch(ctx, owner)
-	w.owners[owner] = unwatch
+	lost, unwatch := w.a.workers.Watch(ctx, lease)
+	w.workers[lease] = unwatch
 	go func() {
 		select {
 		case <-lost:
-			w.post(func() { w.ownerLost(owner) })
+			w.post(func() { w.workerLost(lease) })
 		case <-w.quit:
 		}
 	}()
 }
 
-func (w *Watch) ownerLost(owner string) {
+func (w *Watch) workerLost(lease string) {
 	for id, d := range w.live {
-		if d.Owner == owner {
-			w.end(id, ReasonOwnerLost)
+		if d.Owner == lease {
+			w.end(id, userquestions.ReasonOwnerLost)
 		}
 	}
-	if unwatch := w.owners[owner]; unwatch != nil {
+	if unwatch := w.workers[lease]; unwatch != nil {
 		unwatch()
-		delete(w.owners, owner)
+		delete(w.workers, lease)
 	}
 }
 
 // resync lists the Session's requests again after a reconnect.
 func (w *Watch) resync() {
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultCallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), userquestions.DefaultCallTimeout)
 	defer cancel()
-	reqs, err := fetchInflight(ctx, w.a.nc, w.sid, w.a.gather)
+	reqs, err := userquestions.FetchInflight(ctx, w.a.nc, w.sid, w.a.gather)
 	if err != nil {
 		w.a.log.Warn("resync watch", "session", w.sid, "err", err)
 		return
@@ -439,7 +410,7 @@ func (w *Watch) resync() {
 	}
 	for id := range w.live {
 		if !listed[id] {
-			w.end(id, ReasonGone)
+			w.end(id, userquestions.ReasonGone)
 		}
 	}
 	for _, r := range reqs {
@@ -466,7 +437,7 @@ func (w *Watch) Close(ctx context.Context) error {
 		close(w.quit)
 		<-w.done
 		w.unsubscribe()
-		for _, unwatch := range w.owners {
+		for _, unwatch := range w.workers {
 			unwatch()
 		}
 		w.closeErr = errors.Join(errs...)
@@ -478,4 +449,14 @@ func (w *Watch) unsubscribe() {
 	for _, sub := range w.subs {
 		_ = sub.Unsubscribe()
 	}
+}
+
+// AttachWait opens a new claim on the wait of (sid, callID) for one of the
+// Clients this answerer serves. Delivery.AttachWait keeps one claim per
+// delivery, which suits an answerer with one Client; a gateway shares each
+// Session's deliveries among all its Clients, so each Client holds a claim
+// of its own and releases it itself (Claim.Release) when it delegates or
+// goes away (W4).
+func (a *Client) AttachWait(ctx context.Context, sid, callID string) (*Claim, error) {
+	return attachWait(ctx, a.nc, a.js, sid, callID, a.bound)
 }

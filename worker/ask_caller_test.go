@@ -1,4 +1,4 @@
-package userquestions
+package worker
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	leases "github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // rawTimedAsk sends an askTimed request naming the caller lease, as a Go
@@ -27,10 +28,10 @@ func (f *fgTest) rawTimedAsk(lease, sid, call string, agent *holdover.AgentRef) 
 	require.NoError(f.t, err)
 	body, err := json.Marshal(holdover.AskTimedRequest{Session: sid, CallID: call, Agent: agent, Questions: q1, TimeoutMs: 60_000})
 	require.NoError(f.t, err)
-	msg := nats.NewMsg(Subject(opAskTimed))
+	msg := nats.NewMsg(userquestions.Subject(opAskTimed))
 	msg.Reply = inbox
 	msg.Data = body
-	msg.Header.Set(headerCallerLease, lease)
+	msg.Header.Set(userquestions.HeaderCallerLease, lease)
 	require.NoError(f.t, nc.PublishMsg(msg))
 	return frames
 }
@@ -42,10 +43,10 @@ func finalCode(t *testing.T, frames <-chan *nats.Msg) holdover.Code {
 	for {
 		select {
 		case m := <-frames:
-			if m.Header.Get(headerFrame) == frameAccepted {
+			if m.Header.Get(userquestions.HeaderFrame) == userquestions.FrameAccepted {
 				continue
 			}
-			return holdover.CodeOf(replyError(m))
+			return holdover.CodeOf(userquestions.ReplyError(m))
 		case <-time.After(10 * time.Second):
 			t.Fatal("no reply")
 			return ""
@@ -54,11 +55,7 @@ func finalCode(t *testing.T, frames <-chan *nats.Msg) holdover.Code {
 }
 
 func (f *fgTest) callerKnown(name string) bool {
-	fg := f.svc.foreground()
-	fg.mu.Lock()
-	defer fg.mu.Unlock()
-	_, ok := fg.liveCallers[name]
-	return ok
+	return f.svc.foreground().callers.knows(name)
 }
 
 // W5, W7: a caller whose lease is gone before its request arrives has its
@@ -70,10 +67,10 @@ func TestCallerLeaseIsLookedUpUntilKnownAndAgainOnceGone(t *testing.T) {
 	ctx := context.Background()
 	agent := f.live("s1")
 
-	require.Equal(t, holdover.CodeAskAborted, finalCode(t, f.rawTimedAsk(leases.Name(roleCaller, "never-held"), "s1", "c0", agent)))
+	require.Equal(t, holdover.CodeAskAborted, finalCode(t, f.rawTimedAsk(leases.Name(userquestions.RoleCaller, "never-held"), "s1", "c0", agent)))
 
 	nc, js := embeddedtest.Connect(t, f.env.Server.ClientURL())
-	l, err := leases.Hold(ctx, nc, js, roleCaller, nuid.Next(), time.Second)
+	l, err := leases.Hold(ctx, nc, js, userquestions.RoleCaller, nuid.Next(), time.Second)
 	require.NoError(t, err)
 	first := f.rawTimedAsk(l.Name(), "s1", "c1", agent)
 	require.Eventually(t, func() bool { return f.callerKnown(l.Name()) }, 10*time.Second, time.Millisecond)
@@ -89,4 +86,10 @@ func TestCallerLeaseIsLookedUpUntilKnownAndAgainOnceGone(t *testing.T) {
 		require.Equal(t, holdover.CodeAskAborted, code, "a request under the dead lease")
 	}
 	require.Eventually(t, func() bool { return f.svc.LiveWaits() == 0 }, 10*time.Second, time.Millisecond)
+}
+
+func TestSuccessfulReplyIsNoError(t *testing.T) {
+	msg, err := replyMsg("r", map[string]bool{"accepted": true}, nil)
+	require.NoError(t, err)
+	require.NoError(t, userquestions.ReplyError(msg))
 }

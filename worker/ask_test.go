@@ -1,4 +1,4 @@
-package userquestions
+package worker
 
 import (
 	"context"
@@ -11,19 +11,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/streams"
 )
 
 // fgTest is a worker on a real embedded server, with a fake clock for its
-// Host deadlines, an agent Client and an answerer on their own connections.
+// deadlines, an agent's caller Client and an answerer on their own connections.
 type fgTest struct {
 	t     *testing.T
 	env   *embeddedtest.Env
 	svc   *Service
 	clock *clockwork.FakeClock
-	agent *Client
-	ans   *Answerer
+	agent *caller.Client
+	ans   *answerer.Client
 }
 
 func newFGTest(t *testing.T) *fgTest {
@@ -31,17 +33,17 @@ func newFGTest(t *testing.T) *fgTest {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	clock := clockwork.NewFakeClock()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc := New(env.Conn, env.JS, env.Topology, Config{Foreground: ForegroundConfig{Clock: clock, ReleaseBound: time.Second}}, log)
+	svc := New(env.Conn, env.JS, env.Topology, Config{Clock: clock, ReleaseBound: time.Second}, log)
 	require.NoError(t, svc.Start(context.Background()))
 	t.Cleanup(svc.Stop)
 
 	agentNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
-	agent := NewClient(agentNC, 0)
-	agent.ConfigureCalls(CallerConfig{ReleaseBound: time.Second, Log: log})
+	agent, err := caller.New(context.Background(), agentNC, caller.Config{ReleaseBound: time.Second, Log: log})
+	require.NoError(t, err)
 	t.Cleanup(agent.Close)
 
 	ansNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
-	ans, err := NewAnswerer(ansNC, AnswererConfig{ReleaseBound: time.Second, Log: log})
+	ans, err := answerer.New(ansNC, answerer.Config{ReleaseBound: time.Second, Log: log})
 	require.NoError(t, err)
 	t.Cleanup(ans.Close)
 	return &fgTest{t: t, env: env, svc: svc, clock: clock, agent: agent, ans: ans}
@@ -57,18 +59,20 @@ func (f *fgTest) live(sid string) *holdover.AgentRef {
 
 // recorder is a Handler that hands deliveries and cancels to channels.
 type recorder struct {
-	requests chan *Delivery
+	requests chan *answerer.Delivery
 	cancels  chan string
 }
 
 func newRecorder() *recorder {
-	return &recorder{requests: make(chan *Delivery, 100), cancels: make(chan string, 100)}
+	return &recorder{requests: make(chan *answerer.Delivery, 100), cancels: make(chan string, 100)}
 }
 
-func (r *recorder) Request(d *Delivery)               { r.requests <- d }
-func (r *recorder) Cancel(d *Delivery, reason string) { r.cancels <- d.RequestID + ":" + reason }
+func (r *recorder) Request(d *answerer.Delivery) { r.requests <- d }
+func (r *recorder) Cancel(d *answerer.Delivery, reason string) {
+	r.cancels <- d.RequestID + ":" + reason
+}
 
-func (r *recorder) next(t *testing.T) *Delivery {
+func (r *recorder) next(t *testing.T) *answerer.Delivery {
 	t.Helper()
 	select {
 	case d := <-r.requests:
@@ -91,7 +95,7 @@ func (f *fgTest) watch(sid string) *recorder {
 var q1 = []holdover.Question{{ID: "q1", Question: "Ship it?", Options: []holdover.Option{{Label: "yes"}, {Label: "no"}}}}
 
 // askTimed starts an askTimed call of sid/call on f's agent.
-func (f *fgTest) askTimed(c *Client, sid, call string, ms int64) <-chan error {
+func (f *fgTest) askTimed(c *caller.Client, sid, call string, ms int64) <-chan error {
 	f.t.Helper()
 	agent := f.live(sid)
 	done := make(chan error, 1)
@@ -116,7 +120,7 @@ func ended(t *testing.T, done <-chan error) error {
 	}
 }
 
-func frame(t *testing.T, c *Claim) time.Duration {
+func frame(t *testing.T, c *answerer.Claim) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,4 +1,4 @@
-package userquestions
+package worker
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdover-dev/holdover"
@@ -15,46 +14,42 @@ import (
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
-	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer"
-	"github.com/holdover-dev/holdover/streams"
 )
 
 // DefaultResumeTimeout bounds the wait for a runtime to take a resume
 // request (D7).
 const DefaultResumeTimeout = 10 * time.Second
 
-// trackerRestartDelay is how long the durable half waits before it runs
-// the reservation Tracker again after the Tracker stopped on its own.
-const trackerRestartDelay = time.Second
-
 // durable is the late-answer half of the service: the answer and view
-// endpoints (D6), the reply reservations (D8), and resuming a Session
-// that has no live root once an answer for it is queued (D7).
+// endpoints (D6), and resuming a Session that has no live root once an
+// answer for it is queued (D7). The reply reservations are inbox's (D8),
+// their markers the projection worker's.
 type durable struct {
-	s            *Service
-	views        *projection.Store
-	reservations *inbox.Reservations
-	answerer     *steer.Answerer
-	tracker      *inbox.Tracker
+	s        *Service
+	views    *projection.Store
+	replies  *inbox.Replies
+	answerer *steer.Answerer
 
 	outcomes   *prometheus.CounterVec
 	resumes    *prometheus.CounterVec
 	rootLeases *leases.Watcher // the root leases of Sessions with a queued reply
-	recheck    func()          // stops looking root leases up after reconnects
+	recheck    func()          // stops looking leases and replies up after reconnects
 
-	background sync.WaitGroup // the Tracker and resume requests
+	background sync.WaitGroup // resume requests
 }
 
 func newDurable(s *Service) *durable {
-	log := sessionlog.New(s.js, s.top.Sessions)
-	reservations := inbox.NewReservations(s.top.Reservations, log)
-	views := projection.NewStore(s.js, s.top.Sessions, s.top.Questions)
-	d := &durable{
-		s:            s,
-		views:        views,
-		reservations: reservations,
-		answerer:     steer.New(views, reservations, s.js),
+	views := s.cfg.Views
+	if views == nil {
+		views = projection.NewStore(s.js, s.top.Sessions, s.top.Questions)
+	}
+	replies := inbox.NewReplies(s.js, s.top.Inbox, views)
+	return &durable{
+		s:        s,
+		views:    views,
+		replies:  replies,
+		answerer: steer.New(views, replies),
 		outcomes: counterVec(s.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "total",
 			Help: "Late answers (D6) by outcome: accepted, not_answerable, or the error code.",
@@ -65,11 +60,6 @@ func newDurable(s *Service) *durable {
 		}, "reason", "result"),
 		rootLeases: leases.NewWatcher(s.nc, s.js, s.log),
 	}
-	d.tracker = inbox.NewTracker(reservations, s.top.Sessions, log, inbox.TrackerConfig{
-		Logger:  s.log,
-		OnError: func(err error) { s.metrics().Error("reservations", err) },
-	})
-	return d
 }
 
 func (d *durable) endpoints() []endpoint {
@@ -79,23 +69,12 @@ func (d *durable) endpoints() []endpoint {
 	}
 }
 
-// start runs the reservation Tracker until ctx ends, restarting it when
-// its consumer stops on its own.
-func (d *durable) start(ctx context.Context) error {
-	d.recheck = leases.OnReconnect(d.s.nc, 0, d.rootLeases.Recheck)
-	d.background.Go(func() {
-		for {
-			err := d.tracker.Run(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			d.s.log.Error("reservation tracker stopped; restarting", "err", err, "after", trackerRestartDelay)
-			select {
-			case <-time.After(trackerRestartDelay):
-			case <-ctx.Done():
-				return
-			}
-		}
+// start looks the followed root leases and queued replies up again after
+// every reconnect.
+func (d *durable) start(context.Context) error {
+	d.recheck = leases.OnReconnect(d.s.nc, 0, func(ctx context.Context) {
+		d.rootLeases.Recheck(ctx)
+		d.replies.Recheck(ctx)
 	})
 	return nil
 }
@@ -119,7 +98,7 @@ func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 	out, err := d.answerer.Answer(ctx, in)
 	d.count(&out, err)
 	if err == nil && out.Accepted {
-		d.background.Go(func() { d.resumeIfIdle(ctx, in.Session, in.CallID) })
+		d.background.Go(func() { d.resumeIfIdle(ctx, in.Session, in.CallID, out.MessageID) })
 	}
 	return out, err
 }
@@ -135,17 +114,17 @@ func (d *durable) count(out *holdover.AnswerResult, err error) {
 	}
 }
 
-// resumeIfIdle makes sure a runtime reads the reply queued for (sid,
-// callID) (D7). When the registry names no live root, or the root it
+// resumeIfIdle makes sure a runtime reads the reply messageID queued for
+// (sid, callID) (D7). When the registry names no live root, or the root it
 // names has lost its root lease (the instance died without releasing), it
 // asks the runtime pool to resume the Session. A live root reads the reply
 // itself, unless it dies first: its lease is followed until the reply
 // leaves the inbox, and a root that ends before then is resumed from. The
 // reply is durable either way: a failed resume is logged, and the reply
 // waits for the next root.
-func (d *durable) resumeIfIdle(ctx context.Context, sid, callID string) {
+func (d *durable) resumeIfIdle(ctx context.Context, sid, callID, messageID string) {
 	for {
-		rec, state, err := d.s.roots.Root(ctx, sid, liveroot.Leases(d.s.js))
+		rec, state, err := d.s.roots.Root(ctx, sid, d.rootLeaseExists)
 		if err != nil {
 			d.s.log.Warn("look up live root after an answer", "session", sid, ops.Err(err))
 			return
@@ -154,50 +133,47 @@ func (d *durable) resumeIfIdle(ctx context.Context, sid, callID string) {
 			d.resume(ctx, sid, state, rec)
 			return
 		}
-		if !d.outlivedBy(ctx, sid, callID, rec.Instance) {
+		if !d.outlivedBy(ctx, sid, callID, messageID, rec.Instance) {
 			return
 		}
 	}
 }
 
-// outlivedBy follows the root lease of instance until the reply to (sid,
-// callID) leaves the inbox (its reservation is released, D8) or ctx ends,
-// and reports whether the lease ended first.
-func (d *durable) outlivedBy(ctx context.Context, sid, callID, instance string) bool {
-	key, err := streams.ReservationKey(sid, callID)
-	if err != nil {
-		return false // the answer was accepted under this id: cannot happen
+// rootLeaseExists looks a root lease up, unless it is followed already
+// for another queued reply and known alive: a runtime instance is the
+// root of many Sessions, and answers to them would otherwise each look
+// the same lease up.
+func (d *durable) rootLeaseExists(ctx context.Context, name string) (bool, error) {
+	if d.rootLeases.Alive(name) {
+		return true, nil
 	}
+	return leases.Exists(ctx, d.s.js, name)
+}
+
+// outlivedBy follows the root lease of instance until inbox says the reply
+// messageID to (sid, callID) has left the inbox (its reservation released,
+// D8) or ctx ends, and reports whether the lease ended first.
+func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instance string) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	reservation, err := d.s.top.Reservations.Watch(ctx, key)
+	released, unwatchReply, err := d.replies.WatchRelease(ctx, sid, callID, messageID)
 	if err != nil {
 		d.s.log.Warn("watch a queued reply; a root that dies before reading it is not resumed from", "session", sid, "call", callID, ops.Err(err))
 		return false
 	}
-	defer func() { _ = reservation.Stop() }()
+	defer unwatchReply()
 	lost, unwatch := d.rootLeases.Watch(ctx, liveroot.LeaseName(instance))
 	defer unwatch()
-	held := false // the watch first delivers the stored value, then nil
-	for {
-		select {
-		case <-lost:
-			// The reply may have been read just before, and the Tracker
-			// not have caught up yet: Held reads the log as well.
-			_, held, err := d.reservations.Held(ctx, sid, callID)
-			return err != nil || held
-		case <-ctx.Done():
-			return false
-		case e, ok := <-reservation.Updates():
-			switch {
-			case !ok:
-				return false
-			case e == nil && !held, e != nil && e.Operation() != jetstream.KeyValuePut:
-				return false // admitted, discarded or dropped: nothing left to read
-			case e != nil:
-				held = true
-			}
-		}
+	select {
+	case <-lost:
+		// The reply may have been read just before, and its release not
+		// marked yet: Held reads the log as well.
+		held, err := d.replies.Held(ctx, sid, callID, messageID)
+		return err != nil || held
+	case <-released:
+		return false // admitted, discarded or dropped: nothing left to read
+	case <-ctx.Done():
+		return false
 	}
 }
 

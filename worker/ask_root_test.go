@@ -1,4 +1,4 @@
-package userquestions
+package worker
 
 import (
 	"context"
@@ -9,18 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 )
 
 // autoAnswer is a Client that answers every request the moment it arrives,
 // as fast as any outcome can race the worker's own checks.
 type autoAnswer struct{ delivered chan string }
 
-func (a *autoAnswer) Request(d *Delivery) {
+func (a *autoAnswer) Request(d *answerer.Delivery) {
 	a.delivered <- d.CallID
 	_ = d.Settle([]holdover.Answer{{ID: "q1", Selected: []string{"yes"}}})
 }
 
-func (a *autoAnswer) Cancel(*Delivery, string) {}
+func (a *autoAnswer) Cancel(*answerer.Delivery, string) {}
 
 func (f *fgTest) autoAnswer(sid string) *autoAnswer {
 	f.t.Helper()

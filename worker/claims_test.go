@@ -1,13 +1,15 @@
-package userquestions
+package worker
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/waiter"
@@ -15,7 +17,7 @@ import (
 
 // deafen cuts the worker off from claim advisories, as a disconnect would:
 // what happens next is only found by reconciliation.
-func deafen(t *testing.T, fg *foreground) {
+func deafen(t *testing.T, fg *foregroundHalf) {
 	t.Helper()
 	require.NoError(t, fg.adv.Unsubscribe())
 	require.NoError(t, fg.nc.Flush())
@@ -50,11 +52,12 @@ func TestReconcileFindsClaimsWhoseAdvisoriesWereMissed(t *testing.T) {
 	require.NoError(t, ended(t, done), "pending")
 }
 
-func heldClaims(fg *foreground, sid, call string) int {
-	lw := fg.keyed(waiter.Key{Session: sid, CallID: call})
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	return len(lw.claims)
+func heldClaims(fg *foregroundHalf, sid, call string) int {
+	w, ok := fg.reg.Get(waiter.Key{Session: sid, CallID: call})
+	if !ok {
+		return 0
+	}
+	return len(w.ClaimsBefore(math.MaxUint64))
 }
 
 // A reconnect reconciles at once.
@@ -79,13 +82,13 @@ func TestReconcileEndsTheWaitsOfAGoneCaller(t *testing.T) {
 	fg := f.svc.foreground()
 	rec := f.watch("s1")
 	nc, _ := embeddedtest.Connect(t, f.env.Server.ClientURL())
-	caller := NewClient(nc, 0)
-	caller.ConfigureCalls(CallerConfig{ReleaseBound: time.Second})
-	f.askTimed(caller, "s1", "call-1", 5000)
+	agent, err := caller.New(context.Background(), nc, caller.Config{ReleaseBound: time.Second})
+	require.NoError(t, err)
+	f.askTimed(agent, "s1", "call-1", 5000)
 	rec.next(t)
 	deafen(t, fg)
 
-	lease := caller.fg.lease.Name()
+	lease := agent.Lease()
 	nc.Close()
 	require.Eventually(t, func() bool {
 		alive, err := leases.Exists(context.Background(), fg.js, lease)

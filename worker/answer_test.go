@@ -1,4 +1,4 @@
-package userquestions_test
+package worker_test
 
 import (
 	"context"
@@ -11,21 +11,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 type durableRig struct {
 	env     *embeddedtest.Env
-	svc     *userquestions.Service
-	client  *userquestions.Client
+	svc     *worker.Service
+	client  *answerer.Client
 	log     *sessionlog.Log
 	metrics *ops.Metrics
 }
@@ -34,12 +37,15 @@ func startDurable(t *testing.T) *durableRig {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	m := ops.NewMetrics()
 	logger := slog.New(slog.DiscardHandler)
-	svc := userquestions.New(env.Conn, env.JS, env.Topology, userquestions.Config{Metrics: m, ResumeTimeout: 5 * time.Second}, logger)
+	svc := worker.New(env.Conn, env.JS, env.Topology, worker.Config{Metrics: m, ResumeTimeout: 5 * time.Second}, logger)
 	require.NoError(t, svc.Start(context.Background()))
 	t.Cleanup(svc.Stop)
+	client, err := answerer.New(env.Conn, answerer.Config{CallTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
 	return &durableRig{
 		env: env, svc: svc, metrics: m,
-		client: userquestions.NewClient(env.Conn, 10*time.Second),
+		client: client,
 		log:    sessionlog.New(env.JS, env.Topology.Sessions),
 	}
 }
@@ -225,7 +231,7 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 		require.True(t, res.Accepted)
 	}
 	// runtime-b reads its reply: spliced, claimed and admitted (D8).
-	subject, err := streams.InboxSubject("reads")
+	subject, err := streams.ReplySubject("reads", "call-1")
 	require.NoError(t, err)
 	raw, err := r.env.Topology.Inbox.GetLastMsgForSubject(ctx, subject)
 	require.NoError(t, err)
@@ -234,7 +240,10 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 	reads.Splice(reply, raw.Sequence)
 	reads.Claim(reply.ID)
 	reads.Admit(reply)
-	_, held, err := inbox.NewReservations(r.env.Topology.Reservations, r.log).Held(ctx, "reads", "call-1")
+	// No projection worker runs here, so the release is not marked yet:
+	// inbox reads it from the log.
+	views := projection.NewStore(r.env.JS, r.env.Topology.Sessions, r.env.Topology.Questions)
+	held, err := inbox.NewReplies(r.env.JS, r.env.Topology.Inbox, views).Held(ctx, "reads", "call-1", reply.ID)
 	require.NoError(t, err)
 	require.False(t, held, "the admitted reply's reservation is released")
 	require.NoError(t, readsRoot.End(ctx))

@@ -1,4 +1,4 @@
-package userquestions
+package worker
 
 import (
 	"context"

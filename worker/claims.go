@@ -1,0 +1,246 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/holdover-dev/holdover"
+	leases "github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/waiter"
+)
+
+// The worker's side of claims: it hears every claims-stream consumer
+// advisory, claims and releases its own waits (W2), sends each claim its
+// one remainingMs frame (W3), closes the claims of a settled wait (W4), and
+// reconciles against a listing of the stream after a reconnect, so a missed
+// advisory never leaves a wait paused forever.
+
+// frameTimeout bounds one frame publish or consumer deletion.
+const frameTimeout = 5 * time.Second
+
+// onAdvisory handles $JS.EVENT.ADVISORY.CONSUMER.<ACTION>.CLAIMS.<name>.
+func (f *foregroundHalf) onAdvisory(m *nats.Msg) {
+	rest := strings.TrimPrefix(m.Subject, leases.AdvisoryPrefix)
+	action, rest, _ := strings.Cut(rest, ".")
+	_, name, _ := strings.Cut(rest, ".")
+	switch action {
+	case "CREATED":
+		f.claimed(name)
+	case "DELETED":
+		f.deleted(name)
+	}
+}
+
+// claimed handles a new claim consumer. Claims on other workers' waits,
+// and on waits that have ended, get no frame (W3).
+func (f *foregroundHalf) claimed(name string) {
+	key, ok := userquestions.ParseClaim(name)
+	if !ok {
+		return
+	}
+	if w, ok := f.reg.Get(key); ok {
+		f.addClaim(w, name)
+	}
+}
+
+// deleted handles a vanished claim or lease.
+func (f *foregroundHalf) deleted(name string) {
+	if key, ok := userquestions.ParseClaim(name); ok {
+		f.releaseClaim(key, name)
+		return
+	}
+	if name == f.leaseName {
+		f.leaseLost(context.Background())
+		return
+	}
+	f.callerGone(name)
+}
+
+// addClaim claims w under the consumer name and sends the claim's one
+// frame. It reports false, sending nothing, when the waiter refuses the
+// claim: the wait ended, the name already holds it, or this attach expired
+// an overdue wait.
+func (f *foregroundHalf) addClaim(w *waiter.Wait, name string) bool {
+	remaining, ok := w.Claim(name)
+	if !ok {
+		return false
+	}
+	f.sendFrame(name, userquestions.RemainingFrame(remaining))
+	if !w.Framed(name) {
+		// The wait settled while the frame went out: its settlement left
+		// this claim to be closed here, after its frame.
+		f.closeClaim(name)
+	}
+	return true
+}
+
+// releaseClaim ends the claim under name: its Client released it, died, or
+// lost its gateway. Losing the last claim restores the original deadline.
+func (f *foregroundHalf) releaseClaim(key waiter.Key, name string) {
+	if w, ok := f.reg.Get(key); ok {
+		w.Release(name)
+	}
+}
+
+// sendFrame stores a frame for the claim's consumer to deliver and returns
+// its stream sequence, or 0 if it could not be sent.
+func (f *foregroundHalf) sendFrame(name string, data []byte) uint64 {
+	subject, ok := userquestions.FrameSubject(name)
+	if !ok {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
+	defer cancel()
+	ack, err := f.js.Publish(ctx, subject, data)
+	if err != nil {
+		f.log.Warn("send claim frame", "claim", name, ops.Err(err))
+		return 0
+	}
+	return ack.Sequence
+}
+
+// closeClaim sends the closing frame, which a push consumer's holder needs
+// since it is not told of the deletion, and deletes the consumer once the
+// frame has left: deleted earlier, the frame would never be pushed.
+func (f *foregroundHalf) closeClaim(name string) {
+	seq := f.sendFrame(name, userquestions.ClosingFrame)
+	ctx, cancel := context.WithTimeout(context.Background(), f.bound+frameTimeout)
+	defer cancel()
+	if seq > 0 {
+		f.awaitPushed(ctx, name, seq)
+	}
+	if err := leases.Delete(ctx, f.js, name); err != nil {
+		f.log.Warn("delete claim", "claim", name, ops.Err(err))
+	}
+}
+
+// awaitPushed waits until the claim consumer has pushed the message at
+// stream sequence seq, or has nobody to push it to, or is gone. The
+// consumer pushes within microseconds of the store, so this is normally one
+// look-up.
+func (f *foregroundHalf) awaitPushed(ctx context.Context, name string, seq uint64) {
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		c, err := f.js.PushConsumer(ctx, streams.ClaimsStream, name)
+		if err != nil {
+			return // gone, or unknowable now: delete as planned
+		}
+		if info := c.CachedInfo(); info.Delivered.Stream >= seq || !info.PushBound {
+			return
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// leaseLost handles the loss of the worker's own lease: NATS thought the
+// worker gone for longer than the release bound, so its callers have
+// already turned their calls pending (or asked again) and Clients have
+// dropped its requests. Its waits have nobody left and end; then the lease
+// is held again under the same name for the waits to come.
+func (f *foregroundHalf) leaseLost(ctx context.Context) {
+	f.leaseMu.Lock()
+	defer f.leaseMu.Unlock()
+	f.mu.Lock()
+	if f.stopping {
+		f.mu.Unlock()
+		return
+	}
+	old := f.lease
+	f.mu.Unlock()
+
+	n := f.abandon()
+	f.log.Warn("worker lease lost; its callers have given its waits up", "lease", f.leaseName, "waits", n)
+	if alive, err := old.Alive(ctx); err == nil && alive {
+		return // re-held by a concurrent call
+	}
+	old.Drop()
+	l, err := leases.Hold(ctx, f.nc, f.js, userquestions.RoleWorker, f.leaseID, f.bound)
+	if err != nil {
+		f.log.Error("hold worker lease again", "lease", f.leaseName, ops.Err(err))
+		return
+	}
+	f.mu.Lock()
+	f.lease = l
+	f.mu.Unlock()
+}
+
+// reconcileClaims compares what this worker holds with a listing of the
+// claims stream: its own lease, the claims on its waits and the leases of
+// its callers. Anything registered after the listing began is left for
+// its own advisory, which the listing may not reflect yet.
+func (f *foregroundHalf) reconcileClaims(ctx context.Context) {
+	f.mu.Lock()
+	stopping, own := f.stopping, f.lease
+	f.mu.Unlock()
+	if stopping {
+		return
+	}
+	mark := f.reg.Mark()
+
+	alive, err := own.Alive(ctx)
+	if err != nil {
+		f.log.Warn("reconcile: check worker lease", ops.Err(err))
+		return
+	}
+	if !alive {
+		f.leaseLost(ctx)
+	}
+	names, err := f.consumerNames(ctx)
+	if err != nil {
+		f.log.Warn("reconcile: list claims", ops.Err(err))
+		return
+	}
+	claimsOf := make(map[waiter.Key][]string)
+	for name := range names {
+		if key, ok := userquestions.ParseClaim(name); ok {
+			claimsOf[key] = append(claimsOf[key], name)
+		}
+	}
+
+	for _, w := range f.reg.Waits() {
+		key := w.Key()
+		// New claims first, so a replaced claim never lets the deadline
+		// fire in between. A listed claim may have gone since: claim it,
+		// then look again, and its deletion is either seen there or
+		// advised after the claim, where it releases.
+		for _, name := range claimsOf[key] {
+			if f.addClaim(w, name) {
+				if exists, err := leases.Exists(ctx, f.js, name); err == nil && !exists {
+					f.releaseClaim(key, name)
+				}
+			}
+		}
+		for _, name := range w.ClaimsBefore(mark) {
+			if !names[name] {
+				f.releaseClaim(key, name)
+			}
+		}
+	}
+	for _, caller := range f.reg.CallersBefore(mark) {
+		if !names[caller] {
+			f.callerGone(caller)
+		}
+	}
+}
+
+// consumerNames lists the claims stream's consumers: claims and leases.
+func (f *foregroundHalf) consumerNames(ctx context.Context) (map[string]bool, error) {
+	lister := f.s.top.Claims.ConsumerNames(ctx)
+	names := make(map[string]bool)
+	for name := range lister.Name() {
+		names[name] = true
+	}
+	if err := lister.Err(); err != nil {
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "list claims")
+	}
+	return names, nil
+}

@@ -1,0 +1,356 @@
+// Package worker is the question worker's side of the userQuestions
+// service: the NATS micro service that agents call to ask timed questions
+// and wait on them, and that gateways and terminal clients call to answer
+// them late and to read the projection. Several workers serve it against
+// one NATS system; each request reaches one of them (inflight reaches all).
+//
+// The package is a NATS adapter. Waits, their deadlines, claims and
+// indexes belong to package waiter, which this drives; late answers to
+// steer and inbox; the live-root rule (M9) to liveroot. What crosses NATS
+// is defined in package userquestions, which the callers (package caller)
+// and answerers (package answerer) speak too. This package must never
+// re-decide a question rule.
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/holdover-dev/holdover"
+	leases "github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
+)
+
+// queueGroup makes every worker one member of the same pool: a request
+// goes to exactly one of them.
+const queueGroup = userquestions.Name
+
+// The endpoints of the service, by the names this package serves them as.
+const (
+	opAsk      = userquestions.OpAsk
+	opAskTimed = userquestions.OpAskTimed
+	opInflight = userquestions.OpInflight
+	opAnswer   = userquestions.OpAnswer
+	opView     = userquestions.OpView
+)
+
+// DefaultReconcileEvery is how often a worker lists the claims stream to
+// catch an advisory it missed while connected. Reconnects reconcile at once.
+const DefaultReconcileEvery = 30 * time.Second
+
+// Config configures a Service. Its zero value is the defaults, filled in
+// once by New.
+type Config struct {
+	// MaxConcurrent bounds the requests handled at once; further requests
+	// wait in the subscription. 0 means 4096. A live wait takes no slot.
+	MaxConcurrent int
+	// Metrics receives the service's collectors; nil keeps them private.
+	Metrics *ops.Metrics
+	// ResumeTimeout bounds the wait for a runtime to take a resume request
+	// (D7); 0 means DefaultResumeTimeout.
+	ResumeTimeout time.Duration
+	// Clock is the time of the waits' deadlines; nil is the real clock.
+	Clock clockwork.Clock
+	// ReleaseBound is the InactiveThreshold of the worker's lease: how long
+	// callers and answerers take to notice a dead worker. 0 means
+	// userquestions.DefaultReleaseBound; values below
+	// userquestions.MinReleaseBound are raised to it.
+	ReleaseBound time.Duration
+	// ReconcileEvery is the slow safety-net interval of claim
+	// reconciliation; 0 means DefaultReconcileEvery, negative never.
+	ReconcileEvery time.Duration
+	// Views is the projection store the process's projection worker
+	// writes through, so late answers check the Views it wrote without
+	// reading them back (projection.NewStore); nil reads them from the
+	// bucket.
+	Views *projection.Store
+}
+
+// withDefaults fills in what c leaves zero.
+func (c Config) withDefaults() Config {
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = 4096
+	}
+	if c.Metrics == nil {
+		c.Metrics = ops.NewMetrics()
+	}
+	if c.ResumeTimeout <= 0 {
+		c.ResumeTimeout = DefaultResumeTimeout
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	c.ReleaseBound = leases.Bound(c.ReleaseBound)
+	if c.ReconcileEvery == 0 {
+		c.ReconcileEvery = DefaultReconcileEvery
+	}
+	return c
+}
+
+// resumeTimeout is Config.ResumeTimeout, for the durable half.
+func (c Config) resumeTimeout() time.Duration { return c.ResumeTimeout }
+
+// Service is one worker's instance of the userQuestions micro service.
+type Service struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	top   *streams.Topology
+	cfg   Config
+	log   *slog.Logger
+	roots *liveroot.Registry
+
+	// parts are the shares of the service's work. Each owns its endpoints
+	// and background work (consumers, timers).
+	parts []part
+
+	// svc announces the service and counts its requests (micro.go).
+	svc *announcement
+
+	mu      sync.Mutex // guards running during Start and Stop
+	running bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	slots   chan struct{}
+
+	// gate orders request admission against Stop: a request joins handled
+	// under a read lock only while open is true, so Stop's Wait never
+	// races an Add.
+	gate    sync.RWMutex
+	open    bool
+	handled sync.WaitGroup
+}
+
+// part is one share of the service: the durable half (late answers, the
+// view, reservations: answer.go, view.go) or the foreground half (waits and
+// claims: ask.go, claims.go). Each lists the endpoints it serves.
+type part interface {
+	// endpoints lists the operations the part serves.
+	endpoints() []endpoint
+	// start begins the part's background work; ctx ends with Stop.
+	start(ctx context.Context) error
+	// stop releases what start began, after the endpoints have stopped.
+	stop()
+}
+
+// endpoint is one operation of the service, served at
+// userquestions.Subject(name).
+type endpoint struct {
+	name string
+	// serve handles one request. Its result is sent as the JSON reply and
+	// its error as a {code, message} error reply. It runs on its own
+	// goroutine, so a long call never holds up other requests.
+	serve func(ctx context.Context, req *request) (any, error)
+	// fanOut serves each request on every worker instead of one, for an
+	// operation whose answer is spread over the workers (inflight).
+	fanOut bool
+	// repliesLater marks an endpoint that, when serve succeeds, has taken
+	// the reply over and sends it itself (Service.send) once its
+	// wait settles, so a live wait holds no goroutine and no slot.
+	repliesLater bool
+}
+
+// request is one incoming request as an endpoint sees it.
+type request struct {
+	op       string
+	subject  string
+	reply    string
+	header   nats.Header
+	data     []byte
+	received time.Time
+}
+
+// New builds a Service on nc and js over the provisioned topology. It
+// serves nothing until Start.
+func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Config, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg = cfg.withDefaults()
+	s := &Service{
+		nc:    nc,
+		js:    js,
+		top:   top,
+		cfg:   cfg,
+		log:   log.With("service", userquestions.Name),
+		roots: liveroot.New(top.Roots),
+		slots: make(chan struct{}, cfg.MaxConcurrent),
+	}
+	s.svc = newAnnouncement(nc)
+	s.parts = []part{newDurable(s), newForeground(s)}
+	return s
+}
+
+// metrics returns the collectors the service reports into.
+func (s *Service) metrics() *ops.Metrics { return s.cfg.Metrics }
+
+// Roots is the live-root registry the service checks callers against (M9).
+func (s *Service) Roots() *liveroot.Registry { return s.roots }
+
+// Start starts every part and then announces the micro service, so no
+// request arrives before the parts can serve it. ctx bounds the start
+// only; the service runs until Stop.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return holdover.Newf(holdover.CodeInternal, "%s service already started", userquestions.Name)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	started := 0
+	fail := func(err error) error {
+		s.setOpen(false)
+		s.cancel()
+		s.handled.Wait()
+		for _, p := range s.parts[:started] {
+			p.stop()
+		}
+		return err
+	}
+	for _, p := range s.parts {
+		if err := p.start(s.ctx); err != nil {
+			return fail(err)
+		}
+		started++
+	}
+	s.setOpen(true)
+	var eps []endpoint
+	for _, p := range s.parts {
+		eps = append(eps, p.endpoints()...)
+	}
+	if err := s.svc.start(ctx, eps, s.handler); err != nil {
+		return fail(err)
+	}
+	s.running = true
+	s.log.Info("service started", "id", s.svc.id, "subjects", streams.ServicePrefix+".>")
+	return nil
+}
+
+// Stop stops taking requests, ends the ones in progress (their contexts
+// are cancelled), waits for their replies, and stops every part.
+func (s *Service) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return
+	}
+	s.svc.stop()
+	s.setOpen(false)
+	s.cancel()
+	s.handled.Wait()
+	for _, p := range s.parts {
+		p.stop()
+	}
+	s.running = false
+}
+
+func (s *Service) setOpen(open bool) {
+	s.gate.Lock()
+	s.open = open
+	s.gate.Unlock()
+}
+
+// handler serves ep's requests. The work runs on its own goroutine
+// (bounded by Config.MaxConcurrent), so the subscription, which delivers
+// one message at a time, is never held up by a request.
+func (s *Service) handler(ep endpoint) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		req := &request{op: ep.name, subject: m.Subject, reply: m.Reply, header: m.Header, data: m.Data, received: time.Now()}
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
+			s.refuse(req)
+			return
+		}
+		s.gate.RLock()
+		if !s.open {
+			s.gate.RUnlock()
+			<-s.slots
+			s.refuse(req)
+			return
+		}
+		s.handled.Add(1)
+		s.gate.RUnlock()
+		go func() {
+			defer func() { <-s.slots; s.handled.Done() }()
+			s.serve(ep, req)
+		}()
+	}
+}
+
+// refuse answers a request that arrived while the service stops, so the
+// caller learns at once instead of waiting out its timeout.
+func (s *Service) refuse(req *request) {
+	err := holdover.Newf(holdover.CodeInternal, "%s service is stopping; retry on another worker", userquestions.Name)
+	msg := userquestions.ErrorMsg(req.reply, err)
+	msg.Header.Set(userquestions.HeaderOwnerStopped, "true") // a caller asks again elsewhere
+	s.send(req, msg, err)
+}
+
+// serve runs one request and, unless its endpoint took the reply over,
+// sends its reply.
+func (s *Service) serve(ep endpoint, req *request) {
+	result, err := ep.serve(s.ctx, req)
+	if ep.repliesLater && err == nil {
+		return
+	}
+	if err != nil {
+		level := slog.LevelDebug
+		if code := holdover.CodeOf(err); code == "" || code == holdover.CodeInternal {
+			level = slog.LevelError
+		}
+		s.log.Log(s.ctx, level, "request failed", "endpoint", ep.name, "code", holdover.Wire(err).Code, ops.Err(err), "took", time.Since(req.received))
+	}
+	s.reply(req, result, err)
+}
+
+// reply sends the reply to req: result as JSON, or err as an error reply.
+func (s *Service) reply(req *request, result any, err error) {
+	msg, err := replyMsg(req.reply, result, err)
+	s.send(req, msg, err)
+}
+
+// send publishes the reply msg of req, whose error err is, and counts it
+// in the endpoint's stats: a request is counted once its reply has gone
+// out, with the time from its arrival (`nats micro stats`).
+func (s *Service) send(req *request, msg *nats.Msg, err error) {
+	if req.reply != "" {
+		if perr := s.nc.PublishMsg(msg); perr != nil {
+			s.log.Warn("send reply", "endpoint", req.op, ops.Err(perr))
+			if err == nil {
+				err = holdover.Wrap(perr, holdover.CodeInternal, "send reply")
+			}
+		}
+	}
+	s.svc.record(req.op, time.Since(req.received), err)
+}
+
+// replyMsg is the reply that carries result, or err when it is not nil.
+// A result that cannot be encoded becomes that error.
+func replyMsg(subject string, result any, err error) (*nats.Msg, error) {
+	if err != nil {
+		return userquestions.ErrorMsg(subject, err), err
+	}
+	data, err := userquestions.Encode(result)
+	if err != nil {
+		return userquestions.ErrorMsg(subject, err), err
+	}
+	return &nats.Msg{Subject: subject, Data: data}, nil
+}
+
+// decode reads an endpoint's request body: one JSON object of the
+// request's shape, no field it does not know (userquestions.DecodeRequest).
+func decode(data []byte, v any) error { return userquestions.DecodeRequest(data, v) }
+
+// checkSession validates a Session id from a request: a bad id is
+// BAD_REQUEST, never a wildcard in a subject or key.
+func checkSession(sid string) error { return streams.CheckSession(sid) }
