@@ -181,9 +181,9 @@ func actions(w *world) []action {
 			act: request(streams.ServicePrefix+"."+streams.EndpointAnswer, map[string]any{"session": sid, "callId": "call_1", "answers": []any{}})},
 		{name: "discard a queued reply", allowed: only(auth.Gateway, auth.Admin),
 			act: request("holdover.session."+sid+"."+streams.DiscardSuffix, map[string]any{"messageId": "m1"})},
-		{name: "queue an inbox message", allowed: only(auth.Worker, auth.Admin),
+		{name: "queue a late reply", allowed: only(auth.Worker, auth.Admin),
 			act: func(ctx context.Context, p *prober) error {
-				subject, _ := streams.InboxSubject(sid)
+				subject, _ := streams.ReplySubject(sid, "call-1")
 				_, err := p.js.Publish(ctx, subject, []byte(`{}`))
 				return err
 			}},

@@ -33,7 +33,7 @@ func TestTenantsAreIsolated(t *testing.T) {
 	_, err = bAgent.Publish(ctx, events, []byte(`{"type":"turn/start","at":"2026-12-02T15:19:29Z","data":{"turn":"t1"}}`))
 	require.NoError(t, err)
 	_, bWorker := env.AsTenant(t, "b", auth.Worker)
-	inboxSubject, _ := streams.InboxSubject(secret)
+	inboxSubject, _ := streams.ReplySubject(secret, "call-1")
 	_, err = bWorker.Publish(ctx, inboxSubject, []byte(`{"id":"m1"}`))
 	require.NoError(t, err)
 	_, err = bTop.Questions.Put(ctx, secret, []byte(`{"active":[],"settled":[],"lastSeq":1}`))

@@ -151,9 +151,12 @@ func (c *Client) waitCall(ctx context.Context, op string, in any, deadline time.
 		select {
 		case m := <-pc.frames:
 			if acc, ok := acceptedFrame(m); ok {
-				pc.mu.Lock()
-				pc.worker, pc.requestID = acc.Owner, acc.RequestID
-				pc.mu.Unlock()
+				if pc.accept(acc) {
+					// Abandoned while this frame was on its way here.
+					c.forget(pc)
+					go c.sendAbort(acc.Owner, acc.RequestID)
+					continue
+				}
 				lost, unwatch = c.workers.Watch(ctx, acc.Owner)
 				continue
 			}
@@ -171,10 +174,15 @@ func (c *Client) waitCall(ctx context.Context, op string, in any, deadline time.
 				c.forget(pc)
 				return reply(ctx, op, m)
 			}
-			c.abandon(pc) // its worker aborts the wait when it wakes
+			c.abandon(pc, true) // its worker aborts the wait when it wakes
 			return nil, errWorkerLost
 		case <-pc.ended:
-			c.forget(pc)
+			pc.mu.Lock()
+			abandoned := pc.abandoned
+			pc.mu.Unlock()
+			if !abandoned { // else it stays for its accepted frame (abandon)
+				c.forget(pc)
+			}
 			if m, ok := pendingReply(pc); ok {
 				return reply(ctx, op, m)
 			}
@@ -182,7 +190,7 @@ func (c *Client) waitCall(ctx context.Context, op string, in any, deadline time.
 			defer pc.mu.Unlock()
 			return nil, pc.err
 		case <-ctx.Done():
-			c.abandon(pc)
+			c.abandon(pc, true)
 			return nil, aborted(ctx)
 		}
 	}
@@ -282,13 +290,26 @@ func (c *Client) forget(pc *pendingCall) {
 	}
 }
 
-// abandon ends a call whose caller stopped waiting: its worker is told to
-// abort the wait (ASK_ABORTED). If the worker is not known yet, the call
-// stays registered until its accepted frame names one, or its reply or
-// the release bound shows there is nothing to abort.
-func (c *Client) abandon(pc *pendingCall) {
+// accept records the worker and request an accepted frame names, and
+// reports whether the call was abandoned meanwhile: then its caller sends
+// the abort that abandon could not.
+func (pc *pendingCall) accept(acc userquestions.Accepted) (abandoned bool) {
 	pc.mu.Lock()
-	worker, id := pc.worker, pc.requestID
+	defer pc.mu.Unlock()
+	pc.worker, pc.requestID = acc.Owner, acc.RequestID
+	return pc.abandoned
+}
+
+// abandon ends a call whose caller stopped waiting: its worker is told to
+// abort the wait (ASK_ABORTED), at once when it is known, on its own
+// goroutine when async, else by the caller of abandon, which gets the
+// worker and request back. If the worker is not known yet, the call stays
+// registered until its accepted frame names one (onReply, or the waiting
+// call when the frame was already on its way to it), or its reply or the
+// release bound shows there is nothing to abort.
+func (c *Client) abandon(pc *pendingCall, async bool) (worker, id string) {
+	pc.mu.Lock()
+	worker, id = pc.worker, pc.requestID
 	if worker == "" {
 		if acc, ok := pendingAccepted(pc); ok {
 			worker, id = acc.Owner, acc.RequestID
@@ -297,12 +318,16 @@ func (c *Client) abandon(pc *pendingCall) {
 		}
 	}
 	pc.mu.Unlock()
-	if worker != "" {
-		c.forget(pc)
-		go c.sendAbort(worker, id)
-		return
+	if worker == "" {
+		time.AfterFunc(c.cfg.ReleaseBound, func() { c.forget(pc) })
+		return "", ""
 	}
-	time.AfterFunc(c.cfg.ReleaseBound, func() { c.forget(pc) })
+	c.forget(pc)
+	if async {
+		go c.sendAbort(worker, id)
+		return "", ""
+	}
+	return worker, id
 }
 
 // sendAbort tells worker to abort request id, retrying while the worker is

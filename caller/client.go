@@ -9,6 +9,8 @@ package caller
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -124,32 +126,29 @@ func (c *Client) Close() {
 		return
 	}
 	c.closed = true
-	calls := c.calls
-	c.calls = map[string]*pendingCall{}
+	calls := slices.Collect(maps.Values(c.calls))
 	lease := c.lease
 	c.mu.Unlock()
 	c.stop()
-	_ = c.mux.Unsubscribe()
 	c.workers.Close()
 	// An agent may not delete consumers (package auth), so its lease ends
-	// the release bound after this connection's interest in it; each call
-	// its worker still holds is aborted there, so its wait ends now, as the
-	// lease's deletion would have ended it.
+	// the release bound after this connection's interest in it. Each call
+	// still in progress is abandoned instead, as a cancelled one is, so its
+	// worker aborts its wait now, as the lease's deletion would have: at
+	// once when the worker is known, else when the call's accepted frame
+	// (sent right after the request) arrives, which the reply subscription
+	// stays for, up to the release bound.
 	var aborts sync.WaitGroup
 	for _, pc := range calls {
+		worker, id := c.abandon(pc, false)
 		pc.end(holdover.New(holdover.CodeAskAborted, "the client was closed before the question was answered"))
-		pc.mu.Lock()
-		worker, id := pc.worker, pc.requestID
-		if acc, ok := pendingAccepted(pc); ok && worker == "" {
-			worker, id = acc.Owner, acc.RequestID
-		}
-		pc.mu.Unlock()
 		if worker != "" {
 			aborts.Go(func() { c.sendAbort(worker, id) })
 		}
 	}
 	aborts.Wait()
 	lease.Drop()
+	time.AfterFunc(c.cfg.ReleaseBound, func() { _ = c.mux.Unsubscribe() })
 }
 
 // View returns the Session's userQuestions projection, caught up to the

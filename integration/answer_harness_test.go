@@ -51,6 +51,9 @@ func newAnswerWorldOn(t testing.TB, cfg streams.Config, secure bool) *answerWorl
 	return w
 }
 
+// creds is role r's credentials file, for a process of that role.
+func (w *answerWorld) creds(r auth.Role) string { return w.env.Auth.Creds(w.env.Tenant, r) }
+
 // open looks the topology up as js's credentials see it.
 func (w *answerWorld) open(js jetstream.JetStream) *streams.Topology {
 	top, err := streams.Open(context.Background(), js)

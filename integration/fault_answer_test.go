@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
@@ -47,7 +48,7 @@ func TestFaultWorkerKilledBetweenTheReplyAndItsAnswer(t *testing.T) {
 	s.Continued("call-1", qs)
 	proxy := embeddedtest.NewProxy(t, w.env.Server.ClientURL())
 	held := proxy.HoldAfter(isReply("killed", "call-1"))
-	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", proxy.URL())
+	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", proxy.URL(), "-creds", w.creds(auth.Worker))
 
 	answered := make(chan error, 1)
 	go func() {
@@ -86,7 +87,7 @@ func TestFaultFolderKilledBetweenTheMarkerAndTheView(t *testing.T) {
 	const ackWait = time.Second
 	w := newAnswerWorld(t)
 	proxy := embeddedtest.NewProxy(t, w.env.Server.ClientURL())
-	victim := fgStart(t, fgProcBinary(t), "folder", "-nats", proxy.URL(), "-ackwait", ackWait.String())
+	victim := fgStart(t, fgProcBinary(t), "folder", "-nats", proxy.URL(), "-creds", w.creds(auth.Worker), "-ackwait", ackWait.String())
 
 	views := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions)
 	replies := inbox.NewReplies(w.env.JS, w.env.Topology.Inbox, views)

@@ -247,9 +247,9 @@ func TestFaultAgentKilledMidWait(t *testing.T) {
 // fgLeaseless starts a faultproc that asks a keyed blocking ask and an
 // askTimed of sid with no caller lease, as the nats CLI would, and returns
 // it with what each call was answered.
-func fgLeaseless(t *testing.T, bin, url, sid string, ref *holdover.AgentRef) (*fgProc, map[string]holdover.Error) {
+func fgLeaseless(t *testing.T, bin, url, creds, sid string, ref *holdover.AgentRef) (*fgProc, map[string]holdover.Error) {
 	t.Helper()
-	p := fgStart(t, bin, "leaseless", "-nats", url, "-session", sid, "-instance", ref.Instance, "-epoch", fmt.Sprint(ref.Epoch))
+	p := fgStart(t, bin, "leaseless", "-nats", url, "-creds", creds, "-session", sid, "-instance", ref.Instance, "-epoch", fmt.Sprint(ref.Epoch))
 	var said map[string]struct {
 		holdover.Error
 		TookMs int64 `json:"tookMs"`
@@ -278,7 +278,7 @@ func TestFaultLeaselessCallerKilled(t *testing.T) {
 	w := newFGWorld(t)
 	rec := w.watch("s1")
 	ref := w.live("s1")
-	victim, refused := fgLeaseless(t, fgProcBinary(t), w.env.Server.ClientURL(), "s1", ref)
+	victim, refused := fgLeaseless(t, fgProcBinary(t), w.env.Server.ClientURL(), w.creds(auth.Agent), "s1", ref)
 	for op, e := range refused {
 		assert.Equal(t, holdover.CodeBadRequest, e.Code, op)
 		assert.Contains(t, e.Message, userquestions.HeaderCallerLease, op)
@@ -318,10 +318,10 @@ func TestFaultLeaselessCallerWhoseWorkerIsKilled(t *testing.T) {
 	w.worker.Stop() // the worker under test is a process of its own
 	url := w.env.Server.ClientURL()
 	bin := fgProcBinary(t)
-	victim := fgStart(t, bin, "worker", "-nats", url, "-bound", fgBound.String())
+	victim := fgStart(t, bin, "worker", "-nats", url, "-creds", w.creds(auth.Worker), "-bound", fgBound.String())
 	ref := w.live("s1")
 
-	_, refused := fgLeaseless(t, bin, url, "s1", ref)
+	_, refused := fgLeaseless(t, bin, url, w.creds(auth.Agent), "s1", ref)
 	for op, e := range refused {
 		assert.Equal(t, holdover.CodeBadRequest, e.Code, op)
 		assert.Contains(t, e.Message, userquestions.HeaderCallerLease, op)
