@@ -2,9 +2,11 @@ package sessionlog_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
@@ -115,4 +117,47 @@ func TestReadStoredReturnsMessagesAsStored(t *testing.T) {
 	none, err := log.ReadStored(ctx, "nobody", 0)
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// A fenced-out append says CONFLICT and still is the server's refusal
+// underneath: errors.As reaches the JetStream API error (10071), so a
+// caller can tell "another writer won" from any other failure by code or
+// by cause.
+func TestAppendConflictKeepsTheServersRefusal(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	ctx := context.Background()
+	_, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+
+	_, err = log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t2"}))
+	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err))
+	require.True(t, streams.IsConflict(err))
+	var apiErr *jetstream.APIError
+	require.True(t, errors.As(err, &apiErr), "the cause is kept: %v", err)
+	require.Equal(t, jetstream.JSErrCodeStreamWrongLastSequence, apiErr.ErrorCode)
+	require.ErrorContains(t, err, apiErr.Error(), "the message ends with the cause's")
+}
+
+// A read whose context ends is INTERNAL to a client and still
+// context.Canceled (or DeadlineExceeded) to errors.Is, so a component
+// stopping does not log its own shutdown as a failure.
+func TestReadKeepsTheContextsEnd(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	_, err := log.Append(context.Background(), "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = log.Read(cancelled, "s", 0)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
+	_, err = log.ReadStored(cancelled, "s", 0)
+	require.ErrorIs(t, err, context.Canceled)
+
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	_, err = log.Last(expired, "s")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
