@@ -78,7 +78,7 @@ func FromToken(tok string) (string, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(enc)
 	if err != nil {
-		return "", holdover.Newf(holdover.CodeBadRequest, "%q is not a token: %v", tok, err)
+		return "", holdover.Wrapf(err, holdover.CodeBadRequest, "%q is not a token", tok)
 	}
 	return string(raw), nil
 }
