@@ -143,7 +143,11 @@ func (ts *toolset) call(ctx context.Context, c Call) (res Result) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			res = failure(holdover.Newf(holdover.CodeInternal, "tool %s failed: %v", c.Name, p))
+			cause, ok := p.(error)
+			if !ok {
+				cause = fmt.Errorf("%v", p)
+			}
+			res = failure(holdover.Wrapf(cause, holdover.CodeInternal, "tool %s failed", c.Name))
 		}
 	}()
 	return t.Call(ctx, c)

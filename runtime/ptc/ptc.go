@@ -144,7 +144,7 @@ func (s *sandbox) install(names []string) error {
 		if err := tools.Set(name, func(call goja.FunctionCall) goja.Value {
 			return s.call(name, call.Argument(0))
 		}); err != nil {
-			return holdover.Newf(holdover.CodeInternal, "define tools.%s: %v", name, err)
+			return holdover.Wrapf(err, holdover.CodeInternal, "define tools.%s", name)
 		}
 	}
 	console := s.vm.NewObject()
@@ -156,7 +156,7 @@ func (s *sandbox) install(names []string) error {
 		s.out.line(strings.Join(parts, " "))
 		return goja.Undefined()
 	}); err != nil {
-		return holdover.Newf(holdover.CodeInternal, "define console.log: %v", err)
+		return holdover.Wrap(err, holdover.CodeInternal, "define console.log")
 	}
 	for name, v := range map[string]any{
 		"tools":   tools,
@@ -166,7 +166,7 @@ func (s *sandbox) install(names []string) error {
 		},
 	} {
 		if err := s.vm.Set(name, v); err != nil {
-			return holdover.Newf(holdover.CodeInternal, "define %s: %v", name, err)
+			return holdover.Wrapf(err, holdover.CodeInternal, "define %s", name)
 		}
 	}
 	return nil
