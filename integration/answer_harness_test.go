@@ -40,7 +40,7 @@ func newAnswerWorldOn(t testing.TB, cfg streams.Config) *answerWorld {
 // worker starts what a question worker runs, each on a connection of its
 // own: the userQuestions service and a projection worker, which writes the
 // Views and the reply reservations' markers (D8).
-func (w *answerWorld) worker() *worker.Service {
+func (w *answerWorld) worker() *worker.Worker {
 	_, folderJS := embeddedtest.Connect(w.t, w.env.Server.ClientURL())
 	store := projection.NewStore(folderJS, w.env.Topology.Sessions, w.env.Topology.Questions)
 	nc, js := embeddedtest.Connect(w.t, w.env.Server.ClientURL())

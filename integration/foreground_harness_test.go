@@ -35,7 +35,7 @@ type fgWorld struct {
 	t      testing.TB
 	env    *embeddedtest.Env
 	clock  *clockwork.FakeClock
-	worker *worker.Service
+	worker *worker.Worker
 	agent  *caller.Client
 	log    *slog.Logger
 }
@@ -60,7 +60,7 @@ func newFGWorldOn(t testing.TB, env *embeddedtest.Env) *fgWorld {
 }
 
 // startWorker runs a worker on nc, stopped when the test ends.
-func (w *fgWorld) startWorker(nc *nats.Conn) *worker.Service {
+func (w *fgWorld) startWorker(nc *nats.Conn) *worker.Worker {
 	w.t.Helper()
 	svc := worker.New(nc, w.env.JS, w.env.Topology, worker.Config{
 		Clock: w.clock, ReleaseBound: fgBound,
@@ -120,7 +120,7 @@ func (w *fgWorld) live(sid string) *holdover.AgentRef {
 }
 
 // waitsAre waits until the worker holds n live waits.
-func (w *fgWorld) waitsAre(svc *worker.Service, n int) {
+func (w *fgWorld) waitsAre(svc *worker.Worker, n int) {
 	w.t.Helper()
 	require.Eventually(w.t, func() bool { return svc.LiveWaits() == n }, fgPatience, time.Millisecond,
 		"want %d live waits, have %d", n, svc.LiveWaits())

@@ -45,7 +45,7 @@ type agentWorld struct {
 	env               *embeddedtest.Env
 	clock             *clockwork.FakeClock
 	store             *projection.Store
-	worker            *worker.Service
+	worker            *worker.Worker
 	user              *caller.Client
 	model             *runtimetest.Spy
 	script            *scripted.Script
