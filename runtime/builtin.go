@@ -80,7 +80,7 @@ func (t sleepTool) Call(ctx context.Context, c Call) Result {
 }
 
 // runCodeTool runs JavaScript that calls the other tools (programmatic tool
-// calling). Each call the program makes goes through Host.Dispatch, which
+// calling). Each call the program makes goes through Runner.Dispatch, which
 // records it as tool/ptc-dispatch.
 type runCodeTool struct {
 	clock   clockwork.Clock
@@ -107,10 +107,10 @@ func (t runCodeTool) Call(ctx context.Context, c Call) Result {
 		return failure(holdover.New(holdover.CodeBadRequest, `run_code takes {"code": "…JavaScript…"}`))
 	}
 	dispatch := func(ctx context.Context, name string, args json.RawMessage) ptc.Result {
-		r := c.Host.Dispatch(ctx, name, args)
+		r := c.Runner.Dispatch(ctx, name, args)
 		return ptc.Result{Text: r.Text, IsError: r.IsError, Code: r.Code}
 	}
-	out, err := ptc.Run(ctx, args.Code, dispatch, ptc.Options{Tools: c.Host.Tools(), Timeout: t.timeout, Clock: t.clock})
+	out, err := ptc.Run(ctx, args.Code, dispatch, ptc.Options{Tools: c.Runner.Tools(), Timeout: t.timeout, Clock: t.clock})
 	if err != nil {
 		r := failure(err)
 		if out != "" {
@@ -143,7 +143,7 @@ func (subagentTool) Call(ctx context.Context, c Call) Result {
 	if err := strictJSON(c.Arguments, &args); err != nil || args.Task == "" {
 		return failure(holdover.New(holdover.CodeBadRequest, `subagent takes {"task": "…"}`))
 	}
-	return c.Host.RunChild(ctx, args.Task)
+	return c.Runner.RunChild(ctx, args.Task)
 }
 
 // strictJSON decodes one JSON object with no unknown fields.

@@ -35,12 +35,13 @@ type Call struct {
 	// Agent names the agent that calls: the live root, or a child with its
 	// owner set. The question tool passes it to the service (M9).
 	Agent *holdover.AgentRef
-	// Host gives the tool what only the runtime can do.
-	Host Host
+	// Runner gives the tool what only the runtime can do.
+	Runner Runner
 }
 
-// Host is what a running call may ask of the runtime.
-type Host interface {
+// Runner is what a running call may ask of the runtime: other tools run
+// as its sub-calls, and child agents.
+type Runner interface {
 	// Dispatch runs another tool as a sub-call of this call and records it
 	// as tool/ptc-dispatch (programmatic tool calling, D4).
 	Dispatch(ctx context.Context, name string, args json.RawMessage) Result
