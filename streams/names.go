@@ -15,7 +15,7 @@ const (
 	QuestionsBucket = "userQuestions"
 	RootsBucket     = "liveRoots"
 	// ClaimsStream holds the Client claims and liveness leases (ephemeral
-	// consumers) and the short-lived frames the Host sends into claims.
+	// consumers) and the short-lived frames workers send into claims.
 	ClaimsStream = "CLAIMS"
 )
 
@@ -145,7 +145,7 @@ func InboxSubjects(sid string) ([]string, error) {
 // the Clients watching it.
 func AskSubject(sid string) (string, error) { return SessionSubject(sid, askSuffix) }
 
-// CancelSubject is the core subject where the Host tells Clients a
+// CancelSubject is the core subject where the worker tells Clients a
 // request of sid ended.
 func CancelSubject(sid string) (string, error) { return SessionSubject(sid, cancelSuffix) }
 

@@ -23,7 +23,7 @@ type Config struct {
 	// DuplicateWindow is how long a message id makes a retried publish a
 	// no-op. 0 means 10 minutes.
 	DuplicateWindow time.Duration
-	// ClaimFrameAge is how long the claims stream keeps a frame the Host sent
+	// ClaimFrameAge is how long the claims stream keeps a frame a worker sent
 	// into a claim; frames are delivered at once, so it only bounds the
 	// stream's size. 0 means 10 minutes.
 	ClaimFrameAge time.Duration
