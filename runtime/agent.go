@@ -107,7 +107,7 @@ func (a *Agent) loadOnce(ctx context.Context) error {
 	}
 	a.st = rebuild(evts)
 	for _, c := range slices.Clone(a.st.open) {
-		parts, terr := Result{Text: InterruptedText, IsError: true, Code: holdover.CodeToolOutcomeUnknown}.content()
+		parts, terr := content(holdover.ToolResult{Text: InterruptedText, IsError: true, Code: holdover.CodeToolOutcomeUnknown})
 		if err := a.record(ctx, &events.ToolResult{Turn: c.Turn, CallID: c.CallID, Name: c.Name, Content: parts, IsError: true, Error: terr}); err != nil {
 			return err
 		}
@@ -231,7 +231,7 @@ func (a *Agent) runCall(ctx context.Context, turn string, tc model.ToolCall) err
 	c := Call{Session: a.sid, Turn: turn, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Agent: &a.ref}
 	c.Runner = &callRunner{agent: a, call: c}
 	res := a.tools.call(ctx, c)
-	parts, terr := res.content()
+	parts, terr := content(res)
 	return a.locked(ctx, &events.ToolResult{Turn: turn, CallID: tc.ID, Name: tc.Name, Content: parts, IsError: res.IsError, Error: terr})
 }
 
@@ -335,7 +335,7 @@ type callRunner struct {
 // once it has a result: a sub-call interrupted before that record is lost
 // with its parent (§7), one recorded pending becomes a continued question
 // (D4).
-func (r *callRunner) Dispatch(ctx context.Context, name string, args json.RawMessage) Result {
+func (r *callRunner) Dispatch(ctx context.Context, name string, args json.RawMessage) holdover.ToolResult {
 	a := r.agent
 	sub := Call{
 		Session: a.sid, Turn: r.call.Turn, Agent: r.call.Agent, Name: name, Arguments: args,
@@ -343,7 +343,7 @@ func (r *callRunner) Dispatch(ctx context.Context, name string, args json.RawMes
 	}
 	sub.Runner = &callRunner{agent: a, call: sub}
 	res := a.tools.call(ctx, sub)
-	parts, terr := res.content()
+	parts, terr := content(res)
 	if err := a.locked(ctx, &events.PTCDispatch{
 		Turn: sub.Turn, ParentCallID: r.call.ID, CallID: sub.ID, Name: name, Arguments: args,
 		Content: parts, IsError: res.IsError, Error: terr,
@@ -359,7 +359,7 @@ func (r *callRunner) Tools() []string { return r.agent.tools.without(RunCodeTool
 // RunChild runs a child agent on task in a Session of its own, registered
 // as a child owned by this agent's Session: its questions fail
 // DELEGATED_CALLER (M9) and it reports them in its final message instead.
-func (r *callRunner) RunChild(ctx context.Context, task string) Result {
+func (r *callRunner) RunChild(ctx context.Context, task string) holdover.ToolResult {
 	a := r.agent
 	if a.child {
 		return failure(holdover.New(holdover.CodeBadRequest, "a child agent cannot start another"))
@@ -383,7 +383,7 @@ func (r *callRunner) RunChild(ctx context.Context, task string) Result {
 	if text == "" {
 		text = "The child agent finished without a final message."
 	}
-	return Result{Text: text}
+	return holdover.ToolResult{Text: text}
 }
 
 // runTask runs one Turn of a child on its task.

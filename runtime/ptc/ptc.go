@@ -26,16 +26,9 @@ import (
 	"github.com/holdover-dev/holdover"
 )
 
-// Result is the outcome of one tool call, as the tool's result records it.
-type Result struct {
-	Text    string
-	IsError bool
-	Code    holdover.Code
-}
-
 // Dispatch runs tool name with JSON arguments on behalf of the program.
 // ctx ends when the program's time runs out.
-type Dispatch func(ctx context.Context, name string, args json.RawMessage) Result
+type Dispatch func(ctx context.Context, name string, args json.RawMessage) holdover.ToolResult
 
 // Options bound a program.
 type Options struct {
