@@ -16,9 +16,14 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
-func TestAppendIsFencedAndReadReturnsTheSession(t *testing.T) {
+// start runs a server with the topology and returns its Session logs.
+func start(t *testing.T) (*sessionlog.Log, *embeddedtest.Env) {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	return sessionlog.New(env.JS, env.Topology.Sessions), env
+}
+
+func TestAppendIsFencedAndReadReturnsTheSession(t *testing.T) {
+	log, _ := start(t)
 	ctx := context.Background()
 	at := time.Unix(1700000000, 0).UTC()
 
@@ -56,8 +61,7 @@ func TestAppendIsFencedAndReadReturnsTheSession(t *testing.T) {
 }
 
 func TestStoredMessageNamesItsPredecessor(t *testing.T) {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	log, env := start(t)
 	ctx := context.Background()
 	first, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
 	require.NoError(t, err)
@@ -71,8 +75,7 @@ func TestStoredMessageNamesItsPredecessor(t *testing.T) {
 }
 
 func TestReadReportsUndecodableEvents(t *testing.T) {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	log, env := start(t)
 	ctx := context.Background()
 	subj, _ := streams.EventsSubject("s")
 	_, err := env.JS.Publish(ctx, subj, []byte("{not json"))
@@ -89,8 +92,7 @@ func TestReadReportsUndecodableEvents(t *testing.T) {
 // ReadStored returns what writers stored, headers and all, whether or not
 // it decodes, and only the Session's own messages.
 func TestReadStoredReturnsMessagesAsStored(t *testing.T) {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	log, env := start(t)
 	ctx := context.Background()
 	first, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
 	require.NoError(t, err)
@@ -124,8 +126,7 @@ func TestReadStoredReturnsMessagesAsStored(t *testing.T) {
 // caller can tell "another writer won" from any other failure by code or
 // by cause.
 func TestAppendConflictKeepsTheServersRefusal(t *testing.T) {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	log, _ := start(t)
 	ctx := context.Background()
 	_, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
 	require.NoError(t, err)
@@ -143,8 +144,7 @@ func TestAppendConflictKeepsTheServersRefusal(t *testing.T) {
 // context.Canceled (or DeadlineExceeded) to errors.Is, so a component
 // stopping does not log its own shutdown as a failure.
 func TestReadKeepsTheContextsEnd(t *testing.T) {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	log, _ := start(t)
 	_, err := log.Append(context.Background(), "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
 	require.NoError(t, err)
 
