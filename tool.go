@@ -13,6 +13,17 @@ type ToolArgs struct {
 	Intent    *Intent    `json:"intent,omitempty"`
 }
 
+// ToolResult is one tool call's outcome: the text the model reads, and
+// for a failure (IsError) its stable code. The question tool, the agent
+// runtime's tools and run_code's sub-calls all return it, and the runtime
+// records it as tool/result or tool/ptc-dispatch.
+type ToolResult struct {
+	Text    string
+	IsError bool
+	// Code is set on failures only.
+	Code Code
+}
+
 // Pending is the tool result of a timed call whose wait ended without an
 // answer batch (M6).
 type Pending struct {

@@ -21,7 +21,9 @@ import (
 // It stays open until the worker closes it when the request settles
 // ([Claim.Closed]), or until the Client releases it by delegating or
 // tearing down ([Claim.Release]). A Client that dies simply stops holding
-// it; NATS ends it within the release bound.
+// it; NATS ends it within the release bound. A gateway holds one for each
+// claim stream (attachWait) a web or terminal Client opens through it;
+// termclient.ClaimStream is the terminal Client's end of that stream.
 type Claim struct {
 	name string
 	js   jetstream.JetStream

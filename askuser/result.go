@@ -12,14 +12,14 @@ import (
 
 // answersResult is the in-time result (M7): the batch as compact JSON,
 // labels and custom text exactly as the user gave them.
-func answersResult(answers []holdover.Answer) Result {
-	return Result{Text: holdover.Batch{Answers: answers}.String()}
+func answersResult(answers []holdover.Answer) holdover.ToolResult {
+	return holdover.ToolResult{Text: holdover.Batch{Answers: answers}.String()}
 }
 
 // pendingResult is the result of a wait that ended without an answer batch
 // (M6). Its message is the model's only guidance on what pending means, so
 // it says what happened, what it is not, and how a late answer will look.
-func pendingResult(callID string) Result {
+func pendingResult(callID string) holdover.ToolResult {
 	message := fmt.Sprintf("No answer batch arrived before the timeout. "+
 		"The question is pending: this is not a skipped answer. "+
 		"Continue with useful work that does not depend on the answer. "+
@@ -28,7 +28,7 @@ func pendingResult(callID string) Result {
 		events.ReplyKind, callID)
 	// A struct of strings and a bool always encodes.
 	data, _ := json.Marshal(holdover.Pending{Pending: true, CallID: callID, Message: message})
-	return Result{Text: string(data)}
+	return holdover.ToolResult{Text: string(data)}
 }
 
 // hints tell the model what to do next where the error's message only says
@@ -46,7 +46,7 @@ const fixArguments = "Correct the arguments and call the tool again."
 
 // failure renders err as a structured tool error. Once the caller's context
 // is done the call was aborted (W5), whatever the service reported.
-func failure(ctx context.Context, err error) Result {
+func failure(ctx context.Context, err error) holdover.ToolResult {
 	wire := holdover.Wire(err)
 	if ctx.Err() != nil {
 		wire = &holdover.Error{Code: holdover.CodeAskAborted, Message: "the question was aborted because its call was cancelled"}
@@ -55,5 +55,5 @@ func failure(ctx context.Context, err error) Result {
 	if hint := hints[wire.Code]; hint != "" {
 		text = strings.TrimSuffix(text, ".") + ". " + hint
 	}
-	return Result{Text: text, IsError: true, Code: wire.Code}
+	return holdover.ToolResult{Text: text, IsError: true, Code: wire.Code}
 }

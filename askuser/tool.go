@@ -67,14 +67,6 @@ type Call struct {
 	Arguments json.RawMessage
 }
 
-// Result is what the runtime records as the call's tool/result content.
-type Result struct {
-	Text    string
-	IsError bool
-	// Code is set on errors only.
-	Code holdover.Code
-}
-
 // Tool is a registered ask_user_question tool. It is safe for concurrent
 // calls: after New it holds only immutable configuration.
 type Tool struct {
@@ -122,7 +114,7 @@ func (t *Tool) Schema() events.ToolSchema {
 // Call runs one model call: it validates the arguments, makes one service
 // call and renders its outcome. Every failure comes back as a structured
 // tool error the model can read; Call itself never fails.
-func (t *Tool) Call(ctx context.Context, call Call) Result {
+func (t *Tool) Call(ctx context.Context, call Call) holdover.ToolResult {
 	answers, pending, err := t.ask(ctx, call)
 	switch {
 	case err != nil:

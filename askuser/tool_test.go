@@ -22,7 +22,7 @@ const timeoutRule = "timeout must be -1 or a positive integer up to 2147483 seco
 
 // requireToolError checks a structured tool error: flagged, coded, and
 // readable text that names the code first.
-func requireToolError(t testing.TB, res askuser.Result, code holdover.Code, contains ...string) {
+func requireToolError(t testing.TB, res holdover.ToolResult, code holdover.Code, contains ...string) {
 	t.Helper()
 	require.True(t, res.IsError, "result %q", res.Text)
 	require.Equal(t, code, res.Code, "result %q", res.Text)
@@ -32,7 +32,7 @@ func requireToolError(t testing.TB, res askuser.Result, code holdover.Code, cont
 	}
 }
 
-func requireAnswers(t testing.TB, res askuser.Result) []holdover.Answer {
+func requireAnswers(t testing.TB, res holdover.ToolResult) []holdover.Answer {
 	t.Helper()
 	require.False(t, res.IsError, "result %q", res.Text)
 	require.Empty(t, res.Code)
@@ -307,7 +307,7 @@ func TestW5CallerCancellationIsAskAborted(t *testing.T) {
 			return holdover.Outcome{}, ctx.Err()
 		}
 		ctx, cancel := context.WithCancel(t.Context())
-		results := make(chan askuser.Result)
+		results := make(chan holdover.ToolResult)
 		go func() { results <- tool.Call(ctx, call("call_1", oneQuestion(extra))) }()
 		<-entered
 		cancel()
@@ -419,7 +419,7 @@ func TestConcurrentCallsAreIndependent(t *testing.T) {
 	}
 	const n = 16
 	var wg sync.WaitGroup
-	results := make([]askuser.Result, n)
+	results := make([]holdover.ToolResult, n)
 	for i := range n {
 		wg.Go(func() {
 			args := fmt.Sprintf(`{"questions":[{"id":"q","question":"question %d"}],"timeout":%d}`, i, i+1)

@@ -39,7 +39,7 @@ func (c codec) encode(e Event) ([]byte, error) {
 	}
 	data, err := c.marshal(e.Body)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "encode %s: %v", e.Type, err)
+		return nil, holdover.Wrapf(err, holdover.CodeBadRequest, "encode %s", e.Type)
 	}
 	out, err := c.marshal(struct {
 		Type Type            `json:"type"`
@@ -47,7 +47,7 @@ func (c codec) encode(e Event) ([]byte, error) {
 		Data json.RawMessage `json:"data"`
 	}{e.Type, e.At.UTC(), data})
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "encode %s: %v", e.Type, err)
+		return nil, holdover.Wrapf(err, holdover.CodeBadRequest, "encode %s", e.Type)
 	}
 	if len(out) > MaxEventBytes {
 		return nil, holdover.Newf(holdover.CodeBadRequest, "event %s is %d bytes, over the %d byte limit", e.Type, len(out), MaxEventBytes)
@@ -61,7 +61,7 @@ func (c codec) decode(data []byte) (Event, error) {
 	}
 	var e Event
 	if err := c.unmarshal(data, &e); err != nil {
-		return Event{}, holdover.Newf(holdover.CodeBadRequest, "event is not valid JSON: %v", err)
+		return Event{}, holdover.Wrap(err, holdover.CodeBadRequest, "event is not valid JSON")
 	}
 	if e.Type == "" {
 		return Event{}, holdover.New(holdover.CodeBadRequest, "event has no type")
@@ -80,7 +80,7 @@ func (c codec) decode(data []byte) (Event, error) {
 		return e, holdover.Newf(holdover.CodeBadRequest, "event %s has no data", e.Type)
 	}
 	if err := c.unmarshal(e.Data, body); err != nil {
-		return e, holdover.Newf(holdover.CodeBadRequest, "event %s: %v", e.Type, err)
+		return e, holdover.Wrapf(err, holdover.CodeBadRequest, "event %s", e.Type)
 	}
 	if err := body.Validate(); err != nil {
 		return e, err

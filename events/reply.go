@@ -23,7 +23,7 @@ type Reply struct {
 func NewReply(messageID, callID string, questions []holdover.Question, answers []holdover.Answer) (Message, error) {
 	text, err := json.Marshal(Reply{Kind: ReplyKind, Tool: holdover.ToolName, CallID: callID, Questions: questions, Answers: answers})
 	if err != nil {
-		return Message{}, holdover.Newf(holdover.CodeBadRequest, "encode reply: %v", err)
+		return Message{}, holdover.Wrap(err, holdover.CodeBadRequest, "encode reply")
 	}
 	return Message{ID: messageID, Role: "user", Content: Text(string(text)), Source: QuestionReply(callID)}, nil
 }
@@ -34,7 +34,7 @@ func NewReply(messageID, callID string, questions []holdover.Question, answers [
 func ParseReply(text string) (Reply, error) {
 	var r Reply
 	if err := json.Unmarshal([]byte(text), &r); err != nil {
-		return Reply{}, holdover.Newf(holdover.CodeBadAnswer, "reply text is not JSON: %v", err)
+		return Reply{}, holdover.Wrap(err, holdover.CodeBadAnswer, "reply text is not JSON")
 	}
 	if r.Kind != ReplyKind {
 		return Reply{}, holdover.Newf(holdover.CodeBadAnswer, "reply text has kind %q, want %q", r.Kind, ReplyKind)

@@ -33,9 +33,6 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// Subject is the inbox subject of Session sid.
-func Subject(sid string) (string, error) { return streams.InboxSubject(sid) }
-
 // publishAttempts bounds how often one message is sent. Every attempt
 // carries the same message id, so a retry after a lost acknowledgement
 // stores nothing twice.
@@ -47,7 +44,7 @@ const publishAttempts = 3
 // (Nats-Msg-Id): within the stream's duplicate window, publishing the same
 // message again is acknowledged without storing a second copy.
 func Publish(ctx context.Context, js jetstream.JetStream, sid string, msg events.Message) (uint64, error) {
-	subject, err := Subject(sid)
+	subject, err := streams.InboxSubject(sid)
 	if err != nil {
 		return 0, err
 	}

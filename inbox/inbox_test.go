@@ -65,11 +65,8 @@ func TestPublishRejectsBadInput(t *testing.T) {
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 	_, err = inbox.Open(ctx, r.env.Topology.Inbox, "*", 0)
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
-	subject, err := inbox.Subject("s1")
-	require.NoError(t, err)
-	require.Equal(t, "holdover.session.s1.inbox", subject)
-	_, err = inbox.Subject(">")
-	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
+	_, err = inbox.Publish(ctx, r.env.JS, ">", events.Message{ID: "m1", Role: "user", Source: events.Source{Kind: events.SourceUser}})
+	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err), "a Session id is never a wildcard")
 	_, err = inbox.NewReplies(r.env.JS, r.env.Topology.Inbox, nil).Last(ctx, "s1", "")
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 }

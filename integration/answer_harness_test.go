@@ -64,7 +64,7 @@ func (w *answerWorld) open(js jetstream.JetStream) *streams.Topology {
 // worker starts what a question worker runs, each on a connection of its
 // own with worker credentials: the userQuestions service and a projection
 // worker, which writes the Views and the reply reservations' markers (D8).
-func (w *answerWorld) worker() *worker.Service {
+func (w *answerWorld) worker() *worker.Worker {
 	_, folderJS := w.env.As(w.t, auth.Worker)
 	folderTop := w.open(folderJS)
 	store := projection.NewStore(folderJS, folderTop.Sessions, folderTop.Questions)

@@ -40,7 +40,7 @@ type fgWorld struct {
 	t      testing.TB
 	env    *embeddedtest.Env
 	clock  *clockwork.FakeClock
-	worker *worker.Service
+	worker *worker.Worker
 	agent  *caller.Client
 	log    *slog.Logger
 }
@@ -85,7 +85,7 @@ func (w *fgWorld) creds(r auth.Role) string { return w.env.Auth.Creds(w.env.Tena
 
 // startWorker runs a worker on nc (a worker's credentials), over the
 // topology as nc sees it, stopped when the test ends.
-func (w *fgWorld) startWorker(nc *nats.Conn) *worker.Service {
+func (w *fgWorld) startWorker(nc *nats.Conn) *worker.Worker {
 	w.t.Helper()
 	js, err := jetstream.New(nc)
 	require.NoError(w.t, err)
@@ -155,7 +155,7 @@ func (w *fgWorld) roots() *liveroot.Registry {
 }
 
 // waitsAre waits until the worker holds n live waits.
-func (w *fgWorld) waitsAre(svc *worker.Service, n int) {
+func (w *fgWorld) waitsAre(svc *worker.Worker, n int) {
 	w.t.Helper()
 	require.Eventually(w.t, func() bool { return svc.LiveWaits() == n }, fgPatience, time.Millisecond,
 		"want %d live waits, have %d", n, svc.LiveWaits())

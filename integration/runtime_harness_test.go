@@ -46,7 +46,7 @@ type agentWorld struct {
 	env               *embeddedtest.Env
 	clock             *clockwork.FakeClock
 	store             *projection.Store
-	worker            *worker.Service
+	worker            *worker.Worker
 	user              *answerer.Client
 	model             *runtimetest.Spy
 	script            *scripted.Script

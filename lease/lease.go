@@ -132,7 +132,7 @@ func Exists(ctx context.Context, js jetstream.JetStream, name string) (bool, err
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		return false, nil
 	}
-	return false, holdover.Newf(holdover.CodeInternal, "look up %s: %v", name, err)
+	return false, holdover.Wrapf(err, holdover.CodeInternal, "look up %s", name)
 }
 
 // Delete removes a lease or claim; one that is already gone is not an
@@ -142,7 +142,7 @@ func Delete(ctx context.Context, js jetstream.JetStream, name string) error {
 	if err == nil || errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil
 	}
-	return holdover.Newf(holdover.CodeInternal, "delete %s: %v", name, err)
+	return holdover.Wrapf(err, holdover.CodeInternal, "delete %s", name)
 }
 
 // DeletedSubject is the advisory JetStream publishes when the lease or
@@ -161,7 +161,7 @@ func HoldConsumer(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, na
 	deliver := nc.NewInbox()
 	sub, err := nc.Subscribe(deliver, onMsg)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "subscribe for %s: %v", name, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "subscribe for %s", name)
 	}
 	// Memory storage and one replica: a lease holds no state worth keeping.
 	cfg := jetstream.ConsumerConfig{
@@ -177,7 +177,7 @@ func HoldConsumer(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, na
 	}
 	if _, err := js.CreatePushConsumer(ctx, streams.ClaimsStream, cfg); err != nil {
 		_ = sub.Unsubscribe()
-		return nil, holdover.Newf(holdover.CodeInternal, "create %s: %v", name, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "create %s", name)
 	}
 	return sub, nil
 }

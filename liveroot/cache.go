@@ -171,7 +171,7 @@ func (c *Cache) watch(ctx context.Context) (jetstream.KeyWatcher, error) {
 	c.mu.Unlock()
 	w, err := c.reg.kv.WatchAll(ctx)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "watch the live-root registry: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "watch the live-root registry")
 	}
 	return w, nil
 }

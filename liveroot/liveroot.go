@@ -159,7 +159,7 @@ func (r *Registry) update(ctx context.Context, sid string, change func(old Recor
 		}
 		data, err := json.Marshal(rec)
 		if err != nil {
-			return holdover.Newf(holdover.CodeInternal, "encode live root of %s: %v", sid, err)
+			return holdover.Wrapf(err, holdover.CodeInternal, "encode live root of %s", sid)
 		}
 		if found {
 			_, err = r.kv.Update(ctx, sid, data, rev)
@@ -187,10 +187,10 @@ func (r *Registry) get(ctx context.Context, sid string) (rec Record, rev uint64,
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return Record{}, 0, false, nil
 	case err != nil:
-		return Record{}, 0, false, holdover.Newf(holdover.CodeInternal, "read live root of %s: %v", sid, err)
+		return Record{}, 0, false, holdover.Wrapf(err, holdover.CodeInternal, "read live root of %s", sid)
 	}
 	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
-		return Record{}, 0, false, holdover.Newf(holdover.CodeInternal, "live root of %s is not a registry record: %v", sid, err)
+		return Record{}, 0, false, holdover.Wrapf(err, holdover.CodeInternal, "live root of %s is not a registry record", sid)
 	}
 	return rec, entry.Revision(), true, nil
 }

@@ -208,3 +208,22 @@ func TestD7ResumeErrorsKeepTheirCode(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(reply.Data), string(holdover.CodeBadRequest))
 }
+
+// A registry read or a resume request whose context ended is still
+// context.Canceled to errors.Is under its code, so a caller shutting down
+// can tell its own stop from a registry failure.
+func TestRegistryErrorsKeepTheContextsEnd(t *testing.T) {
+	reg, env := registry(t)
+	_, err := reg.Register(context.Background(), "s1", "rt-1")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	_, _, err = reg.Lookup(ctx, "s1")
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
+	_, err = reg.Register(ctx, "s1", "rt-2")
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = liveroot.RequestResume(ctx, env.Conn, "s1")
+	require.ErrorIs(t, err, context.Canceled)
+}

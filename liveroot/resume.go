@@ -36,18 +36,18 @@ func RequestResume(ctx context.Context, nc *nats.Conn, sid string) (string, erro
 	}
 	data, err := json.Marshal(ResumeRequest{Session: sid})
 	if err != nil {
-		return "", holdover.Newf(holdover.CodeInternal, "encode resume request: %v", err)
+		return "", holdover.Wrap(err, holdover.CodeInternal, "encode resume request")
 	}
 	msg, err := nc.RequestWithContext(ctx, streams.ResumeSubject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return "", holdover.Newf(holdover.CodeInternal, "no agent runtime listens on %s to resume session %s", streams.ResumeSubject, sid)
 	case err != nil:
-		return "", holdover.Newf(holdover.CodeInternal, "resume session %s: %v", sid, err)
+		return "", holdover.Wrapf(err, holdover.CodeInternal, "resume session %s", sid)
 	}
 	var reply ResumeReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return "", holdover.Newf(holdover.CodeInternal, "resume reply for session %s is not JSON: %v", sid, err)
+		return "", holdover.Wrapf(err, holdover.CodeInternal, "resume reply for session %s is not JSON", sid)
 	}
 	if reply.Error != nil {
 		return "", reply.Error
@@ -75,7 +75,7 @@ func ServeResume(ctx context.Context, nc *nats.Conn, resume Resumer) (*nats.Subs
 		}()
 	})
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", streams.ResumeSubject, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "subscribe to %s", streams.ResumeSubject)
 	}
 	return sub, nil
 }
@@ -83,7 +83,7 @@ func ServeResume(ctx context.Context, nc *nats.Conn, resume Resumer) (*nats.Subs
 func serveResume(ctx context.Context, data []byte, resume Resumer) ResumeReply {
 	var req ResumeRequest
 	if err := json.Unmarshal(data, &req); err != nil {
-		return ResumeReply{Error: holdover.Wire(holdover.Newf(holdover.CodeBadRequest, "resume request is not JSON: %v", err))}
+		return ResumeReply{Error: holdover.Wire(holdover.Wrap(err, holdover.CodeBadRequest, "resume request is not JSON"))}
 	}
 	if err := streams.CheckSession(req.Session); err != nil {
 		return ResumeReply{Error: holdover.Wire(err)}

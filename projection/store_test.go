@@ -97,3 +97,20 @@ func (e *workerEnv) foldedByAStoppedWorker(t *testing.T, sid string, bodies ...e
 	e.waitFolded(t, sid, e.lastSeq(sid))
 	stop()
 }
+
+// A Store read whose context ended is still context.Canceled to errors.Is
+// however deep the read was: the bucket, the log or the stream scan.
+func TestStoreReadsKeepTheContextsEnd(t *testing.T) {
+	e := newWorkerEnv(t)
+	e.append(t, "s", timedHeader(), ask("c1"))
+	fresh := projection.NewStore(e.Env.JS, e.Env.Topology.Sessions, e.Env.Topology.Questions)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	_, err := fresh.CaughtUp(ctx, "s")
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = fresh.Rebuild(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = fresh.Sessions(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+}

@@ -173,7 +173,7 @@ var errConsumerStopped = errors.New("consumer stopped")
 func (w *Worker) consume(ctx context.Context) error {
 	cons, err := w.store.sessions.CreateOrUpdateConsumer(ctx, w.cfg.ConsumerConfig())
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "create consumer %s on %s: %v", w.cfg.Durable, streams.SessionsStream, err)
+		return holdover.Wrapf(err, holdover.CodeInternal, "create consumer %s on %s", w.cfg.Durable, streams.SessionsStream)
 	}
 	delivered := make(chan jetstream.Msg, w.cfg.Batch)
 	stopping := make(chan struct{})
@@ -189,7 +189,7 @@ func (w *Worker) consume(ctx context.Context) error {
 			w.log.Warn("consumer trouble", ops.Err(err))
 		}))
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "consume %s: %v", w.cfg.Durable, err)
+		return holdover.Wrapf(err, holdover.CodeInternal, "consume %s", w.cfg.Durable)
 	}
 	defer func() {
 		close(stopping)
@@ -286,7 +286,7 @@ func (w *Worker) receive(m jetstream.Msg) (string, delivery, bool) {
 	}
 	meta, err := m.Metadata()
 	if err != nil {
-		w.terminate(m, holdover.Newf(holdover.CodeInternal, "message on %q has no JetStream metadata: %v", m.Subject(), err))
+		w.terminate(m, holdover.Wrapf(err, holdover.CodeInternal, "message on %q has no JetStream metadata", m.Subject()))
 		return "", delivery{}, false
 	}
 	e, err := events.Decode(m.Data())

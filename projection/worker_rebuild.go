@@ -45,7 +45,7 @@ const rebuildFetch = 1024
 func (s *Store) Rebuild(ctx context.Context) (RebuildStats, error) {
 	info, err := s.sessions.Info(ctx, jetstream.WithSubjectFilter(">"))
 	if err != nil {
-		return RebuildStats{}, holdover.Newf(holdover.CodeInternal, "list sessions: %v", err)
+		return RebuildStats{}, holdover.Wrap(err, holdover.CodeInternal, "list sessions")
 	}
 	left := make(map[string]uint64, len(info.State.Subjects)) // events not yet read, per Session
 	for subject, n := range info.State.Subjects {
@@ -83,7 +83,7 @@ func (s *Store) Rebuild(ctx context.Context) (RebuildStats, error) {
 func (s *Store) Sessions(ctx context.Context) ([]string, error) {
 	info, err := s.sessions.Info(ctx, jetstream.WithSubjectFilter(">"))
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "list sessions: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeInternal, "list sessions")
 	}
 	sids := make([]string, 0, len(info.State.Subjects))
 	for subject := range info.State.Subjects {
@@ -116,13 +116,13 @@ func (s *Store) scan(ctx context.Context, first, last uint64, fold func(sid stri
 		MaxResetAttempts:  3,
 	})
 	if err != nil {
-		return 0, holdover.Newf(holdover.CodeInternal, "read %s: %v", streams.SessionsStream, err)
+		return 0, holdover.Wrapf(err, holdover.CodeInternal, "read %s", streams.SessionsStream)
 	}
 	n := 0
 	for {
 		batch, err := cons.Fetch(rebuildFetch, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return n, holdover.Newf(holdover.CodeInternal, "read %s: %v", streams.SessionsStream, err)
+			return n, holdover.Wrapf(err, holdover.CodeInternal, "read %s", streams.SessionsStream)
 		}
 		got := 0
 		for m := range batch.Messages() {
@@ -140,7 +140,7 @@ func (s *Store) scan(ctx context.Context, first, last uint64, fold func(sid stri
 			}
 		}
 		if err := batch.Error(); err != nil {
-			return n, holdover.Newf(holdover.CodeInternal, "read %s: %v", streams.SessionsStream, err)
+			return n, holdover.Wrapf(err, holdover.CodeInternal, "read %s", streams.SessionsStream)
 		}
 		if got == 0 {
 			return n, holdover.Newf(holdover.CodeInternal, "read %s: no event arrived before seq %d", streams.SessionsStream, last)

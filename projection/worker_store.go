@@ -148,12 +148,11 @@ func (s *Store) load(ctx context.Context, sid string) (entry, error) {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return entry{view: New()}, nil
 	case err != nil:
-		return entry{}, holdover.Newf(holdover.CodeInternal, "read %s/%s: %v", streams.QuestionsBucket, sid, err)
+		return entry{}, holdover.Wrapf(err, holdover.CodeInternal, "read %s/%s", streams.QuestionsBucket, sid)
 	}
 	var v View
 	if err := json.Unmarshal(kve.Value(), &v); err != nil {
-		return entry{view: New(), rev: kve.Revision(), unreadable: holdover.Newf(holdover.CodeInternal,
-			"%s/%s revision %d is not a projection View: %v", streams.QuestionsBucket, sid, kve.Revision(), err)}, nil
+		return entry{view: New(), rev: kve.Revision(), unreadable: holdover.Wrapf(err, holdover.CodeInternal, "%s/%s revision %d is not a projection View", streams.QuestionsBucket, sid, kve.Revision())}, nil
 	}
 	s.seen.put(sid, seenView{data: kve.Value(), lastSeq: v.LastSeq})
 	return entry{view: v, rev: kve.Revision()}, nil
@@ -186,7 +185,7 @@ func (s *Store) save(ctx context.Context, sid string, rev uint64, v View) (uint6
 	// the server's work per write, and halve what fits in one KV value.
 	val, err := v.MarshalJSON()
 	if err != nil {
-		return 0, holdover.Newf(holdover.CodeInternal, "encode projection of session %s: %v", sid, err)
+		return 0, holdover.Wrapf(err, holdover.CodeInternal, "encode projection of session %s", sid)
 	}
 	var next uint64
 	if rev == 0 {

@@ -107,7 +107,7 @@ func (a *Agent) loadOnce(ctx context.Context) error {
 	}
 	a.st = rebuild(evts)
 	for _, c := range slices.Clone(a.st.open) {
-		parts, terr := Result{Text: InterruptedText, IsError: true, Code: holdover.CodeToolOutcomeUnknown}.content()
+		parts, terr := content(holdover.ToolResult{Text: InterruptedText, IsError: true, Code: holdover.CodeToolOutcomeUnknown})
 		if err := a.record(ctx, &events.ToolResult{Turn: c.Turn, CallID: c.CallID, Name: c.Name, Content: parts, IsError: true, Error: terr}); err != nil {
 			return err
 		}
@@ -229,9 +229,9 @@ func (a *Agent) runCall(ctx context.Context, turn string, tc model.ToolCall) err
 		return err
 	}
 	c := Call{Session: a.sid, Turn: turn, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Agent: &a.ref}
-	c.Host = &callHost{agent: a, call: c}
+	c.Runner = &callRunner{agent: a, call: c}
 	res := a.tools.call(ctx, c)
-	parts, terr := res.content()
+	parts, terr := content(res)
 	return a.locked(ctx, &events.ToolResult{Turn: turn, CallID: tc.ID, Name: tc.Name, Content: parts, IsError: res.IsError, Error: terr})
 }
 
@@ -324,8 +324,8 @@ func (a *Agent) finalText() string {
 	return ""
 }
 
-// callHost serves one tool call's requests to the runtime.
-type callHost struct {
+// callRunner serves one tool call's requests to the runtime.
+type callRunner struct {
 	agent *Agent
 	call  Call
 	subs  atomic.Int64
@@ -335,17 +335,17 @@ type callHost struct {
 // once it has a result: a sub-call interrupted before that record is lost
 // with its parent (§7), one recorded pending becomes a continued question
 // (D4).
-func (h *callHost) Dispatch(ctx context.Context, name string, args json.RawMessage) Result {
-	a := h.agent
+func (r *callRunner) Dispatch(ctx context.Context, name string, args json.RawMessage) holdover.ToolResult {
+	a := r.agent
 	sub := Call{
-		Session: a.sid, Turn: h.call.Turn, Agent: h.call.Agent, Name: name, Arguments: args,
-		ID: fmt.Sprintf("%s/%d", h.call.ID, h.subs.Add(1)),
+		Session: a.sid, Turn: r.call.Turn, Agent: r.call.Agent, Name: name, Arguments: args,
+		ID: fmt.Sprintf("%s/%d", r.call.ID, r.subs.Add(1)),
 	}
-	sub.Host = &callHost{agent: a, call: sub}
+	sub.Runner = &callRunner{agent: a, call: sub}
 	res := a.tools.call(ctx, sub)
-	parts, terr := res.content()
+	parts, terr := content(res)
 	if err := a.locked(ctx, &events.PTCDispatch{
-		Turn: sub.Turn, ParentCallID: h.call.ID, CallID: sub.ID, Name: name, Arguments: args,
+		Turn: sub.Turn, ParentCallID: r.call.ID, CallID: sub.ID, Name: name, Arguments: args,
 		Content: parts, IsError: res.IsError, Error: terr,
 	}); err != nil {
 		return failure(err)
@@ -354,17 +354,17 @@ func (h *callHost) Dispatch(ctx context.Context, name string, args json.RawMessa
 }
 
 // Tools is every tool but run_code itself.
-func (h *callHost) Tools() []string { return h.agent.tools.without(RunCodeTool).names() }
+func (r *callRunner) Tools() []string { return r.agent.tools.without(RunCodeTool).names() }
 
 // RunChild runs a child agent on task in a Session of its own, registered
 // as a child owned by this agent's Session: its questions fail
 // DELEGATED_CALLER (M9) and it reports them in its final message instead.
-func (h *callHost) RunChild(ctx context.Context, task string) Result {
-	a := h.agent
+func (r *callRunner) RunChild(ctx context.Context, task string) holdover.ToolResult {
+	a := r.agent
 	if a.child {
 		return failure(holdover.New(holdover.CodeBadRequest, "a child agent cannot start another"))
 	}
-	sid := ChildSession(a.sid, h.call.ID)
+	sid := ChildSession(a.sid, r.call.ID)
 	epoch, err := a.rt.roots.RegisterChild(ctx, sid, a.rt.instance, a.sid)
 	if err != nil {
 		return failure(err)
@@ -383,7 +383,7 @@ func (h *callHost) RunChild(ctx context.Context, task string) Result {
 	if text == "" {
 		text = "The child agent finished without a final message."
 	}
-	return Result{Text: text}
+	return holdover.ToolResult{Text: text}
 }
 
 // runTask runs one Turn of a child on its task.

@@ -40,9 +40,8 @@ func NewAskTool(cfg askuser.Config, svc askuser.Asker) (*AskTool, error) {
 func (t *AskTool) Name() string              { return holdover.ToolName }
 func (t *AskTool) Schema() events.ToolSchema { return t.tool.Schema() }
 
-func (t *AskTool) Call(ctx context.Context, c Call) Result {
-	r := t.tool.Call(ctx, askuser.Call{Session: c.Session, CallID: c.ID, Agent: c.Agent, Arguments: c.Arguments})
-	return Result{Text: r.Text, IsError: r.IsError, Code: r.Code}
+func (t *AskTool) Call(ctx context.Context, c Call) holdover.ToolResult {
+	return t.tool.Call(ctx, askuser.Call{Session: c.Session, CallID: c.ID, Agent: c.Agent, Arguments: c.Arguments})
 }
 
 // maxSleep bounds one sleep call.
@@ -61,7 +60,7 @@ func (sleepTool) Schema() events.ToolSchema {
 	}
 }
 
-func (t sleepTool) Call(ctx context.Context, c Call) Result {
+func (t sleepTool) Call(ctx context.Context, c Call) holdover.ToolResult {
 	var args struct {
 		MS *int64 `json:"ms"`
 	}
@@ -73,14 +72,14 @@ func (t sleepTool) Call(ctx context.Context, c Call) Result {
 	defer timer.Stop()
 	select {
 	case <-timer.Chan():
-		return Result{Text: fmt.Sprintf("slept %d ms", *args.MS)}
+		return holdover.ToolResult{Text: fmt.Sprintf("slept %d ms", *args.MS)}
 	case <-ctx.Done():
 		return failure(holdover.Wrap(ctx.Err(), holdover.CodeInternal, "sleep was interrupted"))
 	}
 }
 
 // runCodeTool runs JavaScript that calls the other tools (programmatic tool
-// calling). Each call the program makes goes through Host.Dispatch, which
+// calling). Each call the program makes goes through Runner.Dispatch, which
 // records it as tool/ptc-dispatch.
 type runCodeTool struct {
 	clock   clockwork.Clock
@@ -99,18 +98,14 @@ func (t runCodeTool) Schema() events.ToolSchema {
 	}
 }
 
-func (t runCodeTool) Call(ctx context.Context, c Call) Result {
+func (t runCodeTool) Call(ctx context.Context, c Call) holdover.ToolResult {
 	var args struct {
 		Code string `json:"code"`
 	}
 	if err := strictJSON(c.Arguments, &args); err != nil || args.Code == "" {
 		return failure(holdover.New(holdover.CodeBadRequest, `run_code takes {"code": "…JavaScript…"}`))
 	}
-	dispatch := func(ctx context.Context, name string, args json.RawMessage) ptc.Result {
-		r := c.Host.Dispatch(ctx, name, args)
-		return ptc.Result{Text: r.Text, IsError: r.IsError, Code: r.Code}
-	}
-	out, err := ptc.Run(ctx, args.Code, dispatch, ptc.Options{Tools: c.Host.Tools(), Timeout: t.timeout, Clock: t.clock})
+	out, err := ptc.Run(ctx, args.Code, c.Runner.Dispatch, ptc.Options{Tools: c.Runner.Tools(), Timeout: t.timeout, Clock: t.clock})
 	if err != nil {
 		r := failure(err)
 		if out != "" {
@@ -118,7 +113,7 @@ func (t runCodeTool) Call(ctx context.Context, c Call) Result {
 		}
 		return r
 	}
-	return Result{Text: out}
+	return holdover.ToolResult{Text: out}
 }
 
 // subagentTool runs a child agent on a task. The child is owned by the
@@ -136,14 +131,14 @@ func (subagentTool) Schema() events.ToolSchema {
 	}
 }
 
-func (subagentTool) Call(ctx context.Context, c Call) Result {
+func (subagentTool) Call(ctx context.Context, c Call) holdover.ToolResult {
 	var args struct {
 		Task string `json:"task"`
 	}
 	if err := strictJSON(c.Arguments, &args); err != nil || args.Task == "" {
 		return failure(holdover.New(holdover.CodeBadRequest, `subagent takes {"task": "…"}`))
 	}
-	return c.Host.RunChild(ctx, args.Task)
+	return c.Runner.RunChild(ctx, args.Task)
 }
 
 // strictJSON decodes one JSON object with no unknown fields.

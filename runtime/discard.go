@@ -39,18 +39,18 @@ func Discard(ctx context.Context, nc *nats.Conn, sid, messageID, reason string) 
 	}
 	data, err := json.Marshal(DiscardRequest{MessageID: messageID, Reason: reason})
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "encode discard request: %v", err)
+		return holdover.Wrap(err, holdover.CodeInternal, "encode discard request")
 	}
 	msg, err := nc.RequestWithContext(ctx, subject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return holdover.Newf(holdover.CodeInternal, "session %s has no running agent to discard %q", sid, messageID)
 	case err != nil:
-		return holdover.Newf(holdover.CodeInternal, "discard %q in session %s: %v", messageID, sid, err)
+		return holdover.Wrapf(err, holdover.CodeInternal, "discard %q in session %s", messageID, sid)
 	}
 	var reply DiscardReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return holdover.Newf(holdover.CodeInternal, "discard reply is not JSON: %v", err)
+		return holdover.Wrap(err, holdover.CodeInternal, "discard reply is not JSON")
 	}
 	if reply.Error != nil {
 		return reply.Error
@@ -80,12 +80,12 @@ func (a *Agent) serveDiscard(ctx context.Context) (*nats.Subscription, error) {
 		_ = m.Respond(data)            // a lost reply times the requester out; the discard stands
 	})
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", subject, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "subscribe to %s", subject)
 	}
 	// Flush, so the server has the subscription by the time the agent runs.
 	if err := a.rt.nc.FlushTimeout(flushTimeout); err != nil {
 		_ = sub.Unsubscribe()
-		return nil, holdover.Newf(holdover.CodeInternal, "subscribe to %s: %v", subject, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "subscribe to %s", subject)
 	}
 	return sub, nil
 }

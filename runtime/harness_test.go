@@ -38,7 +38,7 @@ type harness struct {
 	model             *runtimetest.Spy
 	client            *caller.Client
 	rt                *runtime.Runtime
-	service           *worker.Service
+	service           *worker.Worker
 	agents            sync.WaitGroup
 }
 

@@ -18,9 +18,9 @@ type Tool interface {
 	// Schema is the tool as the model is offered it and as request/header
 	// records it.
 	Schema() events.ToolSchema
-	// Call runs one call. Failures come back as a Result with IsError, so
+	// Call runs one call. Failures come back as a result with IsError, so
 	// the model can read them; Call does not fail otherwise.
-	Call(ctx context.Context, call Call) Result
+	Call(ctx context.Context, call Call) holdover.ToolResult
 }
 
 // Call is one tool call as the runtime hands it to a tool.
@@ -35,38 +35,31 @@ type Call struct {
 	// Agent names the agent that calls: the live root, or a child with its
 	// owner set. The question tool passes it to the service (M9).
 	Agent *holdover.AgentRef
-	// Host gives the tool what only the runtime can do.
-	Host Host
+	// Runner gives the tool what only the runtime can do.
+	Runner Runner
 }
 
-// Host is what a running call may ask of the runtime.
-type Host interface {
+// Runner is what a running call may ask of the runtime: other tools run
+// as its sub-calls, and child agents.
+type Runner interface {
 	// Dispatch runs another tool as a sub-call of this call and records it
 	// as tool/ptc-dispatch (programmatic tool calling, D4).
-	Dispatch(ctx context.Context, name string, args json.RawMessage) Result
+	Dispatch(ctx context.Context, name string, args json.RawMessage) holdover.ToolResult
 	// Tools names the tools Dispatch can run.
 	Tools() []string
 	// RunChild runs a child agent owned by this agent on task and returns
 	// its final message.
-	RunChild(ctx context.Context, task string) Result
-}
-
-// Result is a tool's outcome: the text the model reads, and for a failure
-// its stable code.
-type Result struct {
-	Text    string
-	IsError bool
-	Code    holdover.Code
+	RunChild(ctx context.Context, task string) holdover.ToolResult
 }
 
 // failure renders err as a tool error.
-func failure(err error) Result {
+func failure(err error) holdover.ToolResult {
 	w := holdover.Wire(err)
-	return Result{Text: fmt.Sprintf("%s: %s", w.Code, w.Message), IsError: true, Code: w.Code}
+	return holdover.ToolResult{Text: fmt.Sprintf("%s: %s", w.Code, w.Message), IsError: true, Code: w.Code}
 }
 
 // content is how a result is recorded in tool/result and tool/ptc-dispatch.
-func (r Result) content() ([]events.Part, *events.ToolError) {
+func content(r holdover.ToolResult) ([]events.Part, *events.ToolError) {
 	if !r.IsError {
 		return events.Text(r.Text), nil
 	}
@@ -136,14 +129,18 @@ func (ts *toolset) schemas() []events.ToolSchema {
 
 // call runs one call. An unknown tool, and a tool that panics, come back as
 // tool errors: a model's mistake or a tool's bug must not stop the agent.
-func (ts *toolset) call(ctx context.Context, c Call) (res Result) {
+func (ts *toolset) call(ctx context.Context, c Call) (res holdover.ToolResult) {
 	t := ts.get(c.Name)
 	if t == nil {
 		return failure(holdover.Newf(holdover.CodeBadRequest, "there is no tool named %q; the tools are: %s", c.Name, strings.Join(ts.names(), ", ")))
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			res = failure(holdover.Newf(holdover.CodeInternal, "tool %s failed: %v", c.Name, p))
+			cause, ok := p.(error)
+			if !ok {
+				cause = fmt.Errorf("%v", p)
+			}
+			res = failure(holdover.Wrapf(cause, holdover.CodeInternal, "tool %s failed", c.Name))
 		}
 	}()
 	return t.Call(ctx, c)

@@ -71,7 +71,7 @@ func (l *Log) Last(ctx context.Context, sid string) (uint64, error) {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return 0, nil
 	case err != nil:
-		return 0, holdover.Newf(holdover.CodeInternal, "read last event of session %s: %v", sid, err)
+		return 0, holdover.Wrapf(err, holdover.CodeInternal, "read last event of session %s", sid)
 	}
 	return m.Sequence, nil
 }
@@ -145,7 +145,7 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(jetstr
 		MaxResetAttempts: 3,
 	})
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
+		return holdover.Wrapf(err, holdover.CodeInternal, "read session %s", sid)
 	}
 	for retries := 0; ; {
 		n := 0
@@ -166,14 +166,14 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(jetstr
 		case err == nil:
 			continue
 		case !transient(err) || retries == maxFetchRetries:
-			return holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, err)
+			return holdover.Wrapf(err, holdover.CodeInternal, "read session %s", sid)
 		}
 		// The next Fetch recreates the consumer after the last event read.
 		retries++
 		select {
 		case <-time.After(fetchRetryDelay << retries):
 		case <-ctx.Done():
-			return holdover.Newf(holdover.CodeInternal, "read session %s: %v", sid, context.Cause(ctx))
+			return holdover.Wrapf(context.Cause(ctx), holdover.CodeInternal, "read session %s", sid)
 		}
 	}
 }
@@ -200,7 +200,7 @@ type BadEvent struct {
 func DecodeMsg(m jetstream.Msg) (events.Event, uint64, error) {
 	meta, err := m.Metadata()
 	if err != nil {
-		return events.Event{}, 0, holdover.Newf(holdover.CodeInternal, "message has no JetStream metadata: %v", err)
+		return events.Event{}, 0, holdover.Wrap(err, holdover.CodeInternal, "message has no JetStream metadata")
 	}
 	e, err := events.Decode(m.Data())
 	e.Seq = meta.Sequence.Stream

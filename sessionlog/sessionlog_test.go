@@ -2,9 +2,11 @@ package sessionlog_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
@@ -14,9 +16,14 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
-func TestAppendIsFencedAndReadReturnsTheSession(t *testing.T) {
+// start runs a server with the topology and returns its Session logs.
+func start(t *testing.T) (*sessionlog.Log, *embeddedtest.Env) {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	return sessionlog.New(env.JS, env.Topology.Sessions), env
+}
+
+func TestAppendIsFencedAndReadReturnsTheSession(t *testing.T) {
+	log, _ := start(t)
 	ctx := context.Background()
 	at := time.Unix(1700000000, 0).UTC()
 
@@ -54,8 +61,7 @@ func TestAppendIsFencedAndReadReturnsTheSession(t *testing.T) {
 }
 
 func TestStoredMessageNamesItsPredecessor(t *testing.T) {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	log, env := start(t)
 	ctx := context.Background()
 	first, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
 	require.NoError(t, err)
@@ -69,8 +75,7 @@ func TestStoredMessageNamesItsPredecessor(t *testing.T) {
 }
 
 func TestReadReportsUndecodableEvents(t *testing.T) {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	log, env := start(t)
 	ctx := context.Background()
 	subj, _ := streams.EventsSubject("s")
 	_, err := env.JS.Publish(ctx, subj, []byte("{not json"))
@@ -87,8 +92,7 @@ func TestReadReportsUndecodableEvents(t *testing.T) {
 // ReadStored returns what writers stored, headers and all, whether or not
 // it decodes, and only the Session's own messages.
 func TestReadStoredReturnsMessagesAsStored(t *testing.T) {
-	env := embeddedtest.Start(t, streams.Config{Memory: true})
-	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	log, env := start(t)
 	ctx := context.Background()
 	first, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
 	require.NoError(t, err)
@@ -115,4 +119,45 @@ func TestReadStoredReturnsMessagesAsStored(t *testing.T) {
 	none, err := log.ReadStored(ctx, "nobody", 0)
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// A fenced-out append says CONFLICT and still is the server's refusal
+// underneath: errors.As reaches the JetStream API error (10071), so a
+// caller can tell "another writer won" from any other failure by code or
+// by cause.
+func TestAppendConflictKeepsTheServersRefusal(t *testing.T) {
+	log, _ := start(t)
+	ctx := context.Background()
+	_, err := log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+
+	_, err = log.Append(ctx, "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t2"}))
+	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err))
+	require.True(t, streams.IsConflict(err))
+	var apiErr *jetstream.APIError
+	require.True(t, errors.As(err, &apiErr), "the cause is kept: %v", err)
+	require.Equal(t, jetstream.JSErrCodeStreamWrongLastSequence, apiErr.ErrorCode)
+	require.ErrorContains(t, err, apiErr.Error(), "the message ends with the cause's")
+}
+
+// A read whose context ends is INTERNAL to a client and still
+// context.Canceled (or DeadlineExceeded) to errors.Is, so a component
+// stopping does not log its own shutdown as a failure.
+func TestReadKeepsTheContextsEnd(t *testing.T) {
+	log, _ := start(t)
+	_, err := log.Append(context.Background(), "s", 0, events.New(time.Now(), &events.TurnStart{Turn: "t"}))
+	require.NoError(t, err)
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = log.Read(cancelled, "s", 0)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
+	_, err = log.ReadStored(cancelled, "s", 0)
+	require.ErrorIs(t, err, context.Canceled)
+
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	_, err = log.Last(expired, "s")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }

@@ -15,7 +15,7 @@ const (
 	QuestionsBucket = "userQuestions"
 	RootsBucket     = "liveRoots"
 	// ClaimsStream holds the Client claims and liveness leases (ephemeral
-	// consumers) and the short-lived frames the Host sends into claims.
+	// consumers) and the short-lived frames workers send into claims.
 	ClaimsStream = "CLAIMS"
 )
 
@@ -137,7 +137,7 @@ func FromToken(tok string) (string, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(enc)
 	if err != nil {
-		return "", holdover.Newf(holdover.CodeBadRequest, "%q is not a token: %v", tok, err)
+		return "", holdover.Wrapf(err, holdover.CodeBadRequest, "%q is not a token", tok)
 	}
 	return string(raw), nil
 }
@@ -207,7 +207,7 @@ func InboxSubjects(sid string) ([]string, error) {
 // the Clients watching it.
 func AskSubject(sid string) (string, error) { return SessionSubject(sid, askSuffix) }
 
-// CancelSubject is the core subject where the Host tells Clients a
+// CancelSubject is the core subject where the worker tells Clients a
 // request of sid ended.
 func CancelSubject(sid string) (string, error) { return SessionSubject(sid, cancelSuffix) }
 

@@ -71,6 +71,11 @@ func TestReplySubjectIsPerCall(t *testing.T) {
 	_, err = streams.ReplySubject("a.b", "c1")
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 
+	inbox, err := streams.InboxSubject("s1")
+	require.NoError(t, err)
+	require.Equal(t, "holdover.session.s1.inbox", inbox)
+	_, err = streams.InboxSubject(">")
+	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 	filters, err := streams.InboxSubjects("s1")
 	require.NoError(t, err)
 	require.Equal(t, []string{"holdover.session.s1.inbox", "holdover.session.s1.inbox.*"}, filters)

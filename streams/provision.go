@@ -23,7 +23,7 @@ type Config struct {
 	// DuplicateWindow is how long a message id makes a retried publish a
 	// no-op. 0 means 10 minutes.
 	DuplicateWindow time.Duration
-	// ClaimFrameAge is how long the claims stream keeps a frame the Host sent
+	// ClaimFrameAge is how long the claims stream keeps a frame a worker sent
 	// into a claim; frames are delivered at once, so it only bounds the
 	// stream's size. 0 means 10 minutes.
 	ClaimFrameAge time.Duration
@@ -171,11 +171,11 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		s, err := js.CreateStream(ctx, want)
 		if err != nil {
-			return nil, holdover.Newf(holdover.CodeInternal, "create stream %s: %v", want.Name, err)
+			return nil, holdover.Wrapf(err, holdover.CodeInternal, "create stream %s", want.Name)
 		}
 		return s, nil
 	case err != nil:
-		return nil, holdover.Newf(holdover.CodeInternal, "look up stream %s: %v", want.Name, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "look up stream %s", want.Name)
 	}
 	have := existing.CachedInfo().Config
 	if err := immutable(want.Name, have.Storage != want.Storage, "storage", have.Storage, want.Storage); err != nil {
@@ -186,7 +186,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	}
 	s, err := js.UpdateStream(ctx, want)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "update stream %s: %v", want.Name, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "update stream %s", want.Name)
 	}
 	return s, nil
 }
@@ -196,18 +196,18 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	if err == nil {
 		status, err := existing.Status(ctx)
 		if err != nil {
-			return nil, holdover.Newf(holdover.CodeInternal, "read bucket %s: %v", want.Bucket, err)
+			return nil, holdover.Wrapf(err, holdover.CodeInternal, "read bucket %s", want.Bucket)
 		}
 		info := status.(*jetstream.KeyValueBucketStatus).StreamInfo()
 		if err := immutable("KV "+want.Bucket, info.Config.Storage != want.Storage, "storage", info.Config.Storage, want.Storage); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, holdover.Newf(holdover.CodeInternal, "look up bucket %s: %v", want.Bucket, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "look up bucket %s", want.Bucket)
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, want)
 	if err != nil {
-		return nil, holdover.Newf(holdover.CodeInternal, "provision bucket %s: %v", want.Bucket, err)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "provision bucket %s", want.Bucket)
 	}
 	return kv, nil
 }

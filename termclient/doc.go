@@ -8,7 +8,7 @@
 // call (C1), and the terminal flow: list the open and continued calls,
 // claim an open one before answering it so the Host deadline pauses while
 // the person types (W2, W3), settle it through the waterfall and keep the
-// claim until the Host closes it (W4), and send an answer to a continued
+// claim until the worker closes it (W4), and send an answer to a continued
 // call through the late-answer RPC (D6, C3).
 //
 // It must never decide on its own that a question is answered: a settle

@@ -105,16 +105,16 @@ func (f *flow) answer(ctx context.Context, e Entry, give answersFor) error {
 // attempt is one answer to one call on its way.
 type attempt struct {
 	f      *flow
-	callID string   // "" for an unkeyed request
-	req    *Request // the live request the waterfall answer settles
-	claim  *Claim   // this Client's claim on the request's wait (W2)
-	seen   bool     // the projection has listed the call
-	late   bool     // the call continued: the answer goes through the RPC
+	callID string       // "" for an unkeyed request
+	req    *Request     // the live request the waterfall answer settles
+	claim  *ClaimStream // this Client's claim on the request's wait (W2)
+	seen   bool         // the projection has listed the call
+	late   bool         // the call continued: the answer goes through the RPC
 }
 
 // attach finds the call's live request, waiting for it a while when it
 // has not reached this Client yet, and claims its wait when it is timed:
-// the claim's one frame says how long the Host would have waited, and from
+// the claim's one frame says how long the worker would have waited, and from
 // then on the Host deadline is paused until this Client lets go (W2, W3).
 func (a *attempt) attach(ctx context.Context) error {
 	f := a.f
@@ -221,7 +221,7 @@ func (a *attempt) check() error {
 			if err := a.claim.Err(); err != nil {
 				return a.claimFailed(err)
 			}
-			a.claim = nil // the Host closed it: the request has settled somehow (W4)
+			a.claim = nil // the worker closed it: the request has settled somehow (W4)
 		default:
 		}
 	}
@@ -254,11 +254,11 @@ func (a *attempt) submit(ctx context.Context, answers []holdover.Answer) error {
 // settled follows a waterfall answer until the projection shows what
 // happened (C4): settled with it in time, or continued because it lost to
 // the end of the wait, in which case it goes again through the RPC. The
-// claim stays until the Host closes it (W4).
+// claim stays until the worker closes it (W4).
 func (a *attempt) settled(ctx context.Context, answers []holdover.Answer) error {
 	f := a.f
 	if a.callID == "" {
-		// No projection lists an unkeyed request: the Host's end of it is
+		// No projection lists an unkeyed request: the worker's end of it is
 		// all there is to see.
 		err := f.await(ctx, "the end of the request", func() (bool, error) {
 			if err := a.req.Refusal(); err != nil {
@@ -267,7 +267,7 @@ func (a *attempt) settled(ctx context.Context, answers []holdover.Answer) error 
 			return ended(a.req), nil
 		})
 		if err == nil {
-			fmt.Fprintf(f.out, "Sent; the Host ended the request (%s).\n", a.req.Reason())
+			fmt.Fprintf(f.out, "Sent; the question worker ended the request (%s).\n", a.req.Reason())
 		}
 		return err
 	}
@@ -391,7 +391,7 @@ func (f *flow) within(ctx context.Context, d time.Duration, done func() (bool, e
 // listGrace bounds how long the first listing waits for the requests of
 // the open calls. The gateway forwards a Session's in-flight requests as
 // the watch starts, but not necessarily before the watch is live; an open
-// call whose Host is waiting has one, so the wait is usually no wait.
+// call whose worker is waiting has one, so the wait is usually no wait.
 const listGrace = time.Second
 
 // awaitRequests waits, for at most listGrace, until every open call the

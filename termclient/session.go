@@ -256,8 +256,8 @@ func (s *Session) requestFor(callID string) *Request {
 	return nil
 }
 
-// Request is a question request the gateway forwarded from the Host. It
-// takes exactly one outcome from this Client.
+// Request is a question request the gateway forwarded from the question
+// worker. It takes exactly one outcome from this Client.
 type Request struct {
 	c         *Conn
 	s         *Session
@@ -270,9 +270,9 @@ type Request struct {
 
 	mu      sync.Mutex
 	outcome string // the outcome this Client sent, if any
-	reason  string // why the Host ended the request
+	reason  string // why the worker ended the request
 	refusal error  // the gateway's refusal of the last outcome
-	claim   *Claim
+	claim   *ClaimStream
 }
 
 // questionPayload is the part of a question request's payload a Client reads.
@@ -336,7 +336,7 @@ func newRequest(c *Conn, s *Session, f serverFrame) (*Request, string) {
 	return r, ""
 }
 
-// onCancel: the Host ended a request. That alone never says the question
+// onCancel: the worker ended a request. That alone never says the question
 // was answered (C5); the projection does.
 func (c *Conn) onCancel(f serverFrame) {
 	c.mu.Lock()
@@ -351,7 +351,7 @@ func (c *Conn) onCancel(f serverFrame) {
 // reasonGone is the end reason of requests whose connection ended.
 const reasonGone = "gone"
 
-// end marks the request ended at the Host; its claim goes with it.
+// end marks the request ended at the worker; its claim goes with it.
 func (r *Request) end(reason string) {
 	r.mu.Lock()
 	select {
@@ -371,10 +371,10 @@ func (r *Request) end(reason string) {
 	r.s.dropRequest(r)
 }
 
-// Ended is closed when the Host has ended the request.
+// Ended is closed when the worker has ended the request.
 func (r *Request) Ended() <-chan struct{} { return r.ended }
 
-// Reason is why the Host ended the request (answered, expired, rejected,
+// Reason is why the worker ended the request (answered, expired, rejected,
 // aborted, owner-lost, gone), for display only.
 func (r *Request) Reason() string {
 	r.mu.Lock()
@@ -409,7 +409,7 @@ func (r *Request) refused(err error) {
 }
 
 // Settle answers the request through the waterfall. Nothing acknowledges
-// it (W8: the first outcome at the Host wins); the projection tells what
+// it (W8: the first outcome at the worker wins); the projection tells what
 // happened (C4).
 func (r *Request) Settle(answers []holdover.Answer) error {
 	return r.outcomeOnce("settle", clientFrame{Type: "settle", ID: r.ID, Value: holdover.Batch{Answers: answers}})
@@ -453,23 +453,25 @@ func (r *Request) teardown() {
 	}
 }
 
-// Claim is an attachWait stream: while it is open, this Client holds a
-// claim on the wait and the Host's deadline does not run (W2, W3).
-type Claim struct {
+// ClaimStream is this Client's end of an attachWait stream, the claim
+// stream: while it is open, the gateway holds a claim on the wait for this
+// Client (an answerer.Claim) and the wait's Host deadline does not run (W2,
+// W3).
+type ClaimStream struct {
 	s *Stream
 }
 
 // AttachWait opens the claim stream of a timed request's wait. The claim
 // belongs to the request: it is released when the request ends or the
 // Client tears down.
-func (r *Request) AttachWait() (*Claim, error) {
+func (r *Request) AttachWait() (*ClaimStream, error) {
 	// The claim's end is a change of the Session: whoever waits on it
 	// looks again.
 	s, err := r.c.open(methodAttachWait, map[string]string{"session": r.s.id, "callId": r.CallID}, r.s.changedNow)
 	if err != nil {
 		return nil, err
 	}
-	claim := &Claim{s: s}
+	claim := &ClaimStream{s: s}
 	r.mu.Lock()
 	select {
 	case <-r.ended:
@@ -486,11 +488,11 @@ func (r *Request) AttachWait() (*Claim, error) {
 // NoDeadline is the remainingMs of a wait without a Host deadline.
 const NoDeadline = -1
 
-// Remaining waits for the claim's one frame and returns the Host-computed
+// Remaining waits for the claim's one frame and returns the worker-computed
 // time left in milliseconds (NoDeadline for none). ok is false when the
 // stream ended without a frame: the wait had ended (W3), or the stream
 // failed, which err then says.
-func (c *Claim) Remaining(ctx context.Context) (ms int64, ok bool, err error) {
+func (c *ClaimStream) Remaining(ctx context.Context) (ms int64, ok bool, err error) {
 	select {
 	case data := <-c.s.Frames():
 		var v struct {
@@ -507,14 +509,14 @@ func (c *Claim) Remaining(ctx context.Context) (ms int64, ok bool, err error) {
 	}
 }
 
-// Closed is closed when the claim has ended: the Host closed it because
+// Closed is closed when the claim has ended: the worker closed it because
 // the foreground request settled (W4), the stream failed (Err), or this
 // Client released it.
-func (c *Claim) Closed() <-chan struct{} { return c.s.Done() }
+func (c *ClaimStream) Closed() <-chan struct{} { return c.s.Done() }
 
 // Err is why the stream failed: nil for a clean close. A failure is
 // terminal for the claim (SPEC §7).
-func (c *Claim) Err() error { return c.s.Err() }
+func (c *ClaimStream) Err() error { return c.s.Err() }
 
 // Release ends the claim from this side.
-func (c *Claim) Release() { c.s.Close() }
+func (c *ClaimStream) Release() { c.s.Close() }

@@ -46,7 +46,7 @@ func TestEntriesJoinTheViewWithTheLiveRequests(t *testing.T) {
 	assert.Equal(t, "open · not connected to this Client", statusOf(entries[2]))
 	assert.Equal(t, "open · waiting for your answer, no time limit", statusOf(entries[4]))
 
-	// This Client's outcome takes the waterfall away until the Host or
+	// This Client's outcome takes the waterfall away until the worker or
 	// the projection says what happened (C4).
 	again.outcome = "settle"
 	e, ok := s.Entry("c1")

@@ -323,6 +323,5 @@ type hold struct {
 
 // aborted is the outcome of a wait whose caller went away (W5).
 func aborted(ctx context.Context, key Key) error {
-	return holdover.Newf(holdover.CodeAskAborted,
-		"the caller stopped waiting before call %q was answered: %v", key.CallID, context.Cause(ctx))
+	return holdover.Wrapf(context.Cause(ctx), holdover.CodeAskAborted, "the caller stopped waiting before call %q was answered", key.CallID)
 }

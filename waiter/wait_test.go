@@ -2,6 +2,7 @@ package waiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -143,6 +144,7 @@ func TestW1ParentAlreadyEndedStartsNothing(t *testing.T) {
 	cancel()
 	_, err := r.Start(parent, Request{Key: callA, Timeout: 5 * time.Second})
 	assertCode(t, holdover.CodeAskAborted, err)
+	assert.ErrorIs(t, err, context.Canceled, "the abort keeps why the parent ended")
 	assert.Equal(t, 0, r.Len())
 }
 
@@ -359,11 +361,13 @@ func TestW5ParentCancellationAbortsAndClosesClaims(t *testing.T) {
 	w, _, cancel := startUnder(t, r, callA, 5*time.Second)
 	c, _ := claim(t, w, "client-1")
 
-	cancel(context.Canceled)
+	turnEnded := errors.New("the turn ended")
+	cancel(turnEnded)
 	settled(t, w)
 	<-c.Closed()
 	outcome, err := TimedOutcome(w.Result(context.Background()))
 	assertCode(t, holdover.CodeAskAborted, err)
+	assert.ErrorIs(t, err, turnEnded, "the abort keeps the parent's cancel cause")
 	assert.Equal(t, holdover.Outcome{}, outcome)
 	assert.Equal(t, 0, waitertest.Timers(clock))
 	assert.Equal(t, 0, r.Len())
@@ -376,6 +380,7 @@ func TestW5CallerGoneFromResultAborts(t *testing.T) {
 	cancel()
 	_, err := w.Result(ctx)
 	assertCode(t, holdover.CodeAskAborted, err)
+	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, r.Len(), "no orphan wait")
 }
 

@@ -26,7 +26,7 @@ const DefaultResumeTimeout = 10 * time.Second
 // answer for it is queued (D7). The reply reservations are inbox's (D8),
 // their markers the projection worker's.
 type durable struct {
-	s        *Service
+	worker   *Worker
 	views    *projection.Store
 	replies  *inbox.Replies
 	answerer *steer.Answerer
@@ -39,26 +39,26 @@ type durable struct {
 	background sync.WaitGroup // resume requests
 }
 
-func newDurable(s *Service) *durable {
-	views := s.cfg.Views
+func newDurable(w *Worker) *durable {
+	views := w.cfg.Views
 	if views == nil {
-		views = projection.NewStore(s.js, s.top.Sessions, s.top.Questions)
+		views = projection.NewStore(w.js, w.top.Sessions, w.top.Questions)
 	}
-	replies := inbox.NewReplies(s.js, s.top.Inbox, views)
+	replies := inbox.NewReplies(w.js, w.top.Inbox, views)
 	return &durable{
-		s:        s,
+		worker:   w,
 		views:    views,
 		replies:  replies,
 		answerer: steer.New(views, replies),
-		outcomes: counterVec(s.metrics(), prometheus.CounterOpts{
+		outcomes: counterVec(w.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "total",
 			Help: "Late answers (D6) by outcome: accepted, not_answerable, or the error code.",
 		}, "outcome"),
-		resumes: counterVec(s.metrics(), prometheus.CounterOpts{
+		resumes: counterVec(w.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "resume_requests_total",
 			Help: "Resume requests sent for Sessions with no live root after an accepted answer (D7), by reason (no_root, root_lost) and result.",
 		}, "reason", "result"),
-		rootLeases: leases.NewWatcher(s.nc, s.js, s.log),
+		rootLeases: leases.NewWatcher(w.nc, w.js, w.log),
 	}
 }
 
@@ -72,7 +72,7 @@ func (d *durable) endpoints() []endpoint {
 // start looks the followed root leases and queued replies up again after
 // every reconnect.
 func (d *durable) start(context.Context) error {
-	d.recheck = leases.OnReconnect(d.s.nc, 0, func(ctx context.Context) {
+	d.recheck = leases.OnReconnect(d.worker.nc, 0, func(ctx context.Context) {
 		d.rootLeases.Recheck(ctx)
 		d.replies.Recheck(ctx)
 	})
@@ -124,9 +124,9 @@ func (d *durable) count(out *holdover.AnswerResult, err error) {
 // waits for the next root.
 func (d *durable) resumeIfIdle(ctx context.Context, sid, callID, messageID string) {
 	for {
-		rec, state, err := d.s.roots.Root(ctx, sid, d.rootLeaseExists)
+		rec, state, err := d.worker.roots.Root(ctx, sid, d.rootLeaseExists)
 		if err != nil {
-			d.s.log.Warn("look up live root after an answer", "session", sid, ops.Err(err))
+			d.worker.log.Warn("look up live root after an answer", "session", sid, ops.Err(err))
 			return
 		}
 		if state != liveroot.Alive {
@@ -147,7 +147,7 @@ func (d *durable) rootLeaseExists(ctx context.Context, name string) (bool, error
 	if d.rootLeases.Alive(name) {
 		return true, nil
 	}
-	return leases.Exists(ctx, d.s.js, name)
+	return leases.Exists(ctx, d.worker.js, name)
 }
 
 // outlivedBy follows the root lease of instance until inbox says the reply
@@ -158,7 +158,7 @@ func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instan
 	defer cancel()
 	released, unwatchReply, err := d.replies.WatchRelease(ctx, sid, callID, messageID)
 	if err != nil {
-		d.s.log.Warn("watch a queued reply; a root that dies before reading it is not resumed from", "session", sid, "call", callID, ops.Err(err))
+		d.worker.log.Warn("watch a queued reply; a root that dies before reading it is not resumed from", "session", sid, "call", callID, ops.Err(err))
 		return false
 	}
 	defer unwatchReply()
@@ -180,13 +180,13 @@ func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instan
 // resume asks the runtime pool to bring sid back; state says why: no root,
 // or a root that was lost (rec names it).
 func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, rec liveroot.Record) {
-	ctx, cancel := context.WithTimeout(ctx, d.s.cfg.resumeTimeout())
+	ctx, cancel := context.WithTimeout(ctx, d.worker.cfg.resumeTimeout())
 	defer cancel()
-	log := d.s.log.With("session", sid, "reason", string(state))
+	log := d.worker.log.With("session", sid, "reason", string(state))
 	if state == liveroot.RootLost {
 		log = log.With("lost", rec.Instance, "epoch", rec.Epoch)
 	}
-	instance, err := liveroot.RequestResume(ctx, d.s.nc, sid)
+	instance, err := liveroot.RequestResume(ctx, d.worker.nc, sid)
 	if err != nil {
 		d.resumes.WithLabelValues(string(state), string(holdover.Wire(err).Code)).Inc()
 		log.Warn("resume session for a queued reply", ops.Err(err))

@@ -27,7 +27,7 @@ import (
 
 type durableRig struct {
 	env     *embeddedtest.Env
-	svc     *worker.Service
+	svc     *worker.Worker
 	client  *answerer.Client
 	log     *sessionlog.Log
 	metrics *ops.Metrics

@@ -30,7 +30,7 @@ type foregroundHalf struct {
 	nc        *nats.Conn
 	js        jetstream.JetStream
 	log       *slog.Logger
-	s         *Service
+	worker    *Worker
 	reg       *waiter.Registry
 	roots     *liveroot.Cache // which callers M9 most likely admits
 	callers   *callerLeases
@@ -51,18 +51,18 @@ type foregroundHalf struct {
 	stopping bool
 }
 
-func newForeground(s *Service) *foregroundHalf {
+func newForeground(w *Worker) *foregroundHalf {
 	id := nuid.Next()
 	return &foregroundHalf{
-		nc:        s.nc,
-		js:        s.js,
-		log:       s.log.With("part", "foreground"),
-		s:         s,
-		reg:       waiter.NewRegistry(s.cfg.Clock),
-		roots:     liveroot.NewCache(s.roots, s.nc, s.log),
-		callers:   newCallerLeases(s.nc),
-		bound:     s.cfg.ReleaseBound,
-		reconcile: s.cfg.ReconcileEvery,
+		nc:        w.nc,
+		js:        w.js,
+		log:       w.log.With("part", "foreground"),
+		worker:    w,
+		reg:       waiter.NewRegistry(w.cfg.Clock),
+		roots:     liveroot.NewCache(w.roots, w.nc, w.log),
+		callers:   newCallerLeases(w.nc),
+		bound:     w.cfg.ReleaseBound,
+		reconcile: w.cfg.ReconcileEvery,
 		leaseID:   id,
 		leaseName: leases.Name(userquestions.RoleWorker, id),
 	}
@@ -255,7 +255,7 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 	// other is checked before anything is sent.
 	vouched := a.Agent != nil && f.roots.Holds(a.Session, *a.Agent)
 	if a.Agent != nil && !vouched {
-		if err := f.s.roots.Check(ctx, a.Session, *a.Agent); err != nil {
+		if err := f.worker.roots.Check(ctx, a.Session, *a.Agent); err != nil {
 			return err
 		}
 	}
@@ -313,7 +313,7 @@ func (f *foregroundHalf) confirm(ctx context.Context, c *confirmation, w *waiter
 	// Not cut short by Stop: a stopping worker's reply still needs it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), userquestions.DefaultCallTimeout)
 	defer cancel()
-	if c.err = f.s.roots.Check(ctx, sid, ref); c.err != nil {
+	if c.err = f.worker.roots.Check(ctx, sid, ref); c.err != nil {
 		w.Reject(c.err)
 	}
 }
@@ -387,7 +387,7 @@ func (f *foregroundHalf) reply(req *request, w *waiter.Wait, root *confirmation,
 		}
 		msg.Header.Set(userquestions.HeaderOwnerStopped, userquestions.StoppedEndedWait)
 	}
-	f.s.send(req, msg, err)
+	f.worker.send(req, msg, err)
 
 	notice := userquestions.CancelNotice{RequestID: w.ID(), CallID: w.Key().CallID, Reason: userquestions.CancelReason(settleErr)}
 	if cerr := f.wf.cancel(w.Key().Session, notice); cerr != nil {
@@ -508,10 +508,10 @@ func (f *foregroundHalf) callerGone(name string) {
 // LiveWaits is the number of foreground waits this worker holds: ask and
 // askTimed calls not yet settled. Operators and tests read it to see that
 // a gone caller left nothing behind (W7).
-func (s *Service) LiveWaits() int { return s.foreground().reg.Len() }
+func (w *Worker) LiveWaits() int { return w.foreground().reg.Len() }
 
-func (s *Service) foreground() *foregroundHalf {
-	for _, p := range s.parts {
+func (w *Worker) foreground() *foregroundHalf {
+	for _, p := range w.parts {
 		if f, ok := p.(*foregroundHalf); ok {
 			return f
 		}

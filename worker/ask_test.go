@@ -22,7 +22,7 @@ import (
 type fgTest struct {
 	t     *testing.T
 	env   *embeddedtest.Env
-	svc   *Service
+	svc   *Worker
 	clock *clockwork.FakeClock
 	agent *caller.Client
 	ans   *answerer.Client

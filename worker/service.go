@@ -48,7 +48,7 @@ const (
 // catch an advisory it missed while connected. Reconnects reconcile at once.
 const DefaultReconcileEvery = 30 * time.Second
 
-// Config configures a Service. Its zero value is the defaults, filled in
+// Config configures a Worker. Its zero value is the defaults, filled in
 // once by New.
 type Config struct {
 	// MaxConcurrent bounds the requests handled at once; further requests
@@ -100,8 +100,9 @@ func (c Config) withDefaults() Config {
 // resumeTimeout is Config.ResumeTimeout, for the durable half.
 func (c Config) resumeTimeout() time.Duration { return c.ResumeTimeout }
 
-// Service is one worker's instance of the userQuestions micro service.
-type Service struct {
+// Worker is one question worker (SPEC's Host): its instance of the
+// userQuestions micro service.
+type Worker struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	top   *streams.Topology
@@ -154,7 +155,7 @@ type endpoint struct {
 	// operation whose answer is spread over the workers (inflight).
 	fanOut bool
 	// repliesLater marks an endpoint that, when serve succeeds, has taken
-	// the reply over and sends it itself (Service.send) once its
+	// the reply over and sends it itself (Worker.send) once its
 	// wait settles, so a live wait holds no goroutine and no slot.
 	repliesLater bool
 }
@@ -169,14 +170,14 @@ type request struct {
 	received time.Time
 }
 
-// New builds a Service on nc and js over the provisioned topology. It
+// New builds a Worker on nc and js over the provisioned topology. It
 // serves nothing until Start.
-func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Config, log *slog.Logger) *Service {
+func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Config, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.Default()
 	}
 	cfg = cfg.withDefaults()
-	s := &Service{
+	w := &Worker{
 		nc:    nc,
 		js:    js,
 		top:   top,
@@ -185,121 +186,121 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 		roots: liveroot.New(top.Roots),
 		slots: make(chan struct{}, cfg.MaxConcurrent),
 	}
-	s.svc = newAnnouncement(nc)
-	s.parts = []part{newDurable(s), newForeground(s)}
-	return s
+	w.svc = newAnnouncement(nc)
+	w.parts = []part{newDurable(w), newForeground(w)}
+	return w
 }
 
 // metrics returns the collectors the service reports into.
-func (s *Service) metrics() *ops.Metrics { return s.cfg.Metrics }
+func (w *Worker) metrics() *ops.Metrics { return w.cfg.Metrics }
 
 // Roots is the live-root registry the service checks callers against (M9).
-func (s *Service) Roots() *liveroot.Registry { return s.roots }
+func (w *Worker) Roots() *liveroot.Registry { return w.roots }
 
 // Start starts every part and then announces the micro service, so no
 // request arrives before the parts can serve it. ctx bounds the start
 // only; the service runs until Stop.
-func (s *Service) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running {
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running {
 		return holdover.Newf(holdover.CodeInternal, "%s service already started", userquestions.Name)
 	}
-	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	started := 0
 	fail := func(err error) error {
-		s.setOpen(false)
-		s.cancel()
-		s.handled.Wait()
-		for _, p := range s.parts[:started] {
+		w.setOpen(false)
+		w.cancel()
+		w.handled.Wait()
+		for _, p := range w.parts[:started] {
 			p.stop()
 		}
 		return err
 	}
-	for _, p := range s.parts {
-		if err := p.start(s.ctx); err != nil {
+	for _, p := range w.parts {
+		if err := p.start(w.ctx); err != nil {
 			return fail(err)
 		}
 		started++
 	}
-	s.setOpen(true)
+	w.setOpen(true)
 	var eps []endpoint
-	for _, p := range s.parts {
+	for _, p := range w.parts {
 		eps = append(eps, p.endpoints()...)
 	}
-	if err := s.svc.start(ctx, eps, s.handler); err != nil {
+	if err := w.svc.start(ctx, eps, w.handler); err != nil {
 		return fail(err)
 	}
-	s.running = true
-	s.log.Info("service started", "id", s.svc.id, "subjects", streams.ServicePrefix+".>")
+	w.running = true
+	w.log.Info("service started", "id", w.svc.id, "subjects", streams.ServicePrefix+".>")
 	return nil
 }
 
 // Stop stops taking requests, ends the ones in progress (their contexts
 // are cancelled), waits for their replies, and stops every part.
-func (s *Service) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.running {
+func (w *Worker) Stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.running {
 		return
 	}
-	s.svc.stop()
-	s.setOpen(false)
-	s.cancel()
-	s.handled.Wait()
-	for _, p := range s.parts {
+	w.svc.stop()
+	w.setOpen(false)
+	w.cancel()
+	w.handled.Wait()
+	for _, p := range w.parts {
 		p.stop()
 	}
-	s.running = false
+	w.running = false
 }
 
-func (s *Service) setOpen(open bool) {
-	s.gate.Lock()
-	s.open = open
-	s.gate.Unlock()
+func (w *Worker) setOpen(open bool) {
+	w.gate.Lock()
+	w.open = open
+	w.gate.Unlock()
 }
 
 // handler serves ep's requests. The work runs on its own goroutine
 // (bounded by Config.MaxConcurrent), so the subscription, which delivers
 // one message at a time, is never held up by a request.
-func (s *Service) handler(ep endpoint) nats.MsgHandler {
+func (w *Worker) handler(ep endpoint) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		req := &request{op: ep.name, subject: m.Subject, reply: m.Reply, header: m.Header, data: m.Data, received: time.Now()}
 		select {
-		case s.slots <- struct{}{}:
-		case <-s.ctx.Done():
-			s.refuse(req)
+		case w.slots <- struct{}{}:
+		case <-w.ctx.Done():
+			w.refuse(req)
 			return
 		}
-		s.gate.RLock()
-		if !s.open {
-			s.gate.RUnlock()
-			<-s.slots
-			s.refuse(req)
+		w.gate.RLock()
+		if !w.open {
+			w.gate.RUnlock()
+			<-w.slots
+			w.refuse(req)
 			return
 		}
-		s.handled.Add(1)
-		s.gate.RUnlock()
+		w.handled.Add(1)
+		w.gate.RUnlock()
 		go func() {
-			defer func() { <-s.slots; s.handled.Done() }()
-			s.serve(ep, req)
+			defer func() { <-w.slots; w.handled.Done() }()
+			w.serve(ep, req)
 		}()
 	}
 }
 
 // refuse answers a request that arrived while the service stops, so the
 // caller learns at once instead of waiting out its timeout.
-func (s *Service) refuse(req *request) {
+func (w *Worker) refuse(req *request) {
 	err := holdover.Newf(holdover.CodeInternal, "%s service is stopping; retry on another worker", userquestions.Name)
 	msg := userquestions.ErrorMsg(req.reply, err)
 	msg.Header.Set(userquestions.HeaderOwnerStopped, "true") // a caller asks again elsewhere
-	s.send(req, msg, err)
+	w.send(req, msg, err)
 }
 
 // serve runs one request and, unless its endpoint took the reply over,
 // sends its reply.
-func (s *Service) serve(ep endpoint, req *request) {
-	result, err := ep.serve(s.ctx, req)
+func (w *Worker) serve(ep endpoint, req *request) {
+	result, err := ep.serve(w.ctx, req)
 	if ep.repliesLater && err == nil {
 		return
 	}
@@ -308,30 +309,30 @@ func (s *Service) serve(ep endpoint, req *request) {
 		if code := holdover.CodeOf(err); code == "" || code == holdover.CodeInternal {
 			level = slog.LevelError
 		}
-		s.log.Log(s.ctx, level, "request failed", "endpoint", ep.name, "code", holdover.Wire(err).Code, ops.Err(err), "took", time.Since(req.received))
+		w.log.Log(w.ctx, level, "request failed", "endpoint", ep.name, "code", holdover.Wire(err).Code, ops.Err(err), "took", time.Since(req.received))
 	}
-	s.reply(req, result, err)
+	w.reply(req, result, err)
 }
 
 // reply sends the reply to req: result as JSON, or err as an error reply.
-func (s *Service) reply(req *request, result any, err error) {
+func (w *Worker) reply(req *request, result any, err error) {
 	msg, err := replyMsg(req.reply, result, err)
-	s.send(req, msg, err)
+	w.send(req, msg, err)
 }
 
 // send publishes the reply msg of req, whose error err is, and counts it
 // in the endpoint's stats: a request is counted once its reply has gone
 // out, with the time from its arrival (`nats micro stats`).
-func (s *Service) send(req *request, msg *nats.Msg, err error) {
+func (w *Worker) send(req *request, msg *nats.Msg, err error) {
 	if req.reply != "" {
-		if perr := s.nc.PublishMsg(msg); perr != nil {
-			s.log.Warn("send reply", "endpoint", req.op, ops.Err(perr))
+		if perr := w.nc.PublishMsg(msg); perr != nil {
+			w.log.Warn("send reply", "endpoint", req.op, ops.Err(perr))
 			if err == nil {
 				err = holdover.Wrap(perr, holdover.CodeInternal, "send reply")
 			}
 		}
 	}
-	s.svc.record(req.op, time.Since(req.received), err)
+	w.svc.record(req.op, time.Since(req.received), err)
 }
 
 // replyMsg is the reply that carries result, or err when it is not nil.

@@ -26,16 +26,9 @@ import (
 	"github.com/holdover-dev/holdover"
 )
 
-// Result is the outcome of one tool call, as the tool's result records it.
-type Result struct {
-	Text    string
-	IsError bool
-	Code    holdover.Code
-}
-
 // Dispatch runs tool name with JSON arguments on behalf of the program.
 // ctx ends when the program's time runs out.
-type Dispatch func(ctx context.Context, name string, args json.RawMessage) Result
+type Dispatch func(ctx context.Context, name string, args json.RawMessage) holdover.ToolResult
 
 // Options bound a program.
 type Options struct {
@@ -144,7 +137,7 @@ func (s *sandbox) install(names []string) error {
 		if err := tools.Set(name, func(call goja.FunctionCall) goja.Value {
 			return s.call(name, call.Argument(0))
 		}); err != nil {
-			return holdover.Newf(holdover.CodeInternal, "define tools.%s: %v", name, err)
+			return holdover.Wrapf(err, holdover.CodeInternal, "define tools.%s", name)
 		}
 	}
 	console := s.vm.NewObject()
@@ -156,7 +149,7 @@ func (s *sandbox) install(names []string) error {
 		s.out.line(strings.Join(parts, " "))
 		return goja.Undefined()
 	}); err != nil {
-		return holdover.Newf(holdover.CodeInternal, "define console.log: %v", err)
+		return holdover.Wrap(err, holdover.CodeInternal, "define console.log")
 	}
 	for name, v := range map[string]any{
 		"tools":   tools,
@@ -166,7 +159,7 @@ func (s *sandbox) install(names []string) error {
 		},
 	} {
 		if err := s.vm.Set(name, v); err != nil {
-			return holdover.Newf(holdover.CodeInternal, "define %s: %v", name, err)
+			return holdover.Wrapf(err, holdover.CodeInternal, "define %s", name)
 		}
 	}
 	return nil

@@ -18,10 +18,10 @@ import (
 type recorder struct {
 	mu      sync.Mutex
 	calls   []string
-	answers map[string]ptc.Result
+	answers map[string]holdover.ToolResult
 }
 
-func (r *recorder) dispatch(_ context.Context, name string, args json.RawMessage) ptc.Result {
+func (r *recorder) dispatch(_ context.Context, name string, args json.RawMessage) holdover.ToolResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, name+" "+string(args))
@@ -29,7 +29,7 @@ func (r *recorder) dispatch(_ context.Context, name string, args json.RawMessage
 }
 
 func TestProgramCallsToolsAndPrints(t *testing.T) {
-	rec := &recorder{answers: map[string]ptc.Result{
+	rec := &recorder{answers: map[string]holdover.ToolResult{
 		"ask_user_question": {Text: `{"pending":true,"callId":"c/1","message":"later"}`},
 		"echo":              {Text: "plain text"},
 	}}
@@ -49,7 +49,7 @@ func TestProgramCallsToolsAndPrints(t *testing.T) {
 }
 
 func TestFailedToolCallThrowsWithItsCode(t *testing.T) {
-	rec := &recorder{answers: map[string]ptc.Result{
+	rec := &recorder{answers: map[string]holdover.ToolResult{
 		"ask_user_question": {Text: "delegated", IsError: true, Code: holdover.CodeDelegatedCaller},
 	}}
 	out, err := ptc.Run(context.Background(), `
@@ -92,9 +92,9 @@ func TestTimeLimitStopsALoopAndABlockedToolCall(t *testing.T) {
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 	require.Contains(t, err.Error(), "time limit")
 
-	blocked := func(ctx context.Context, _ string, _ json.RawMessage) ptc.Result {
+	blocked := func(ctx context.Context, _ string, _ json.RawMessage) holdover.ToolResult {
 		<-ctx.Done() // a question waiting for its user
-		return ptc.Result{Text: "aborted", IsError: true, Code: holdover.CodeAskAborted}
+		return holdover.ToolResult{Text: "aborted", IsError: true, Code: holdover.CodeAskAborted}
 	}
 	go func() {
 		_, err := ptc.Run(context.Background(), `tools.wait({})`, blocked, ptc.Options{Tools: []string{"wait"}, Timeout: time.Second, Clock: clock})

@@ -77,11 +77,11 @@ func (m *Model) Name() string { return m.cfg.Model }
 func (m *Model) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	body, err := json.Marshal(encodeRequest(m.cfg.Model, req))
 	if err != nil {
-		return model.Response{}, holdover.Newf(holdover.CodeInternal, "encode the chat request: %v", err)
+		return model.Response{}, holdover.Wrap(err, holdover.CodeInternal, "encode the chat request")
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return model.Response{}, holdover.Newf(holdover.CodeBadRequest, "chat request to %s: %v", m.endpoint, err)
+		return model.Response{}, holdover.Wrapf(err, holdover.CodeBadRequest, "chat request to %s", m.endpoint)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	if m.cfg.APIKey != "" {
@@ -89,12 +89,12 @@ func (m *Model) Complete(ctx context.Context, req model.Request) (model.Response
 	}
 	resp, err := m.http.Do(hreq)
 	if err != nil {
-		return model.Response{}, holdover.Newf(holdover.CodeInternal, "chat request to %s: %v", m.endpoint, err)
+		return model.Response{}, holdover.Wrapf(err, holdover.CodeInternal, "chat request to %s", m.endpoint)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return model.Response{}, holdover.Newf(holdover.CodeInternal, "read the chat response: %v", err)
+		return model.Response{}, holdover.Wrap(err, holdover.CodeInternal, "read the chat response")
 	}
 	if resp.StatusCode != http.StatusOK {
 		return model.Response{}, statusError(resp.StatusCode, data)
@@ -187,7 +187,7 @@ func encodeRequest(name string, req model.Request) chatRequest {
 func decodeResponse(data []byte) (model.Response, error) {
 	var resp chatResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return model.Response{}, holdover.Newf(holdover.CodeInternal, "the chat response is not valid JSON: %v", err)
+		return model.Response{}, holdover.Wrap(err, holdover.CodeInternal, "the chat response is not valid JSON")
 	}
 	if len(resp.Choices) == 0 {
 		return model.Response{}, holdover.New(holdover.CodeInternal, "the chat response has no choices")

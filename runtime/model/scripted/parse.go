@@ -34,23 +34,19 @@ func Parse(text string) (*Script, error) {
 			continue
 		case line == "child:":
 			if section == &s.child {
-				return nil, lineError(n, "the child section starts twice")
+				return nil, holdover.Newf(holdover.CodeBadRequest, "script line %d: the child section starts twice", n)
 			}
 			section = &s.child
 			continue
 		}
 		if err := section.add(line); err != nil {
-			return nil, lineError(n, err.Error())
+			return nil, holdover.Wrapf(err, holdover.CodeBadRequest, "script line %d", n)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "read script: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeBadRequest, "read script")
 	}
 	return s, nil
-}
-
-func lineError(n int, msg string) error {
-	return holdover.Newf(holdover.CodeBadRequest, "script line %d: %s", n, msg)
 }
 
 // add parses one line of a section.
@@ -222,7 +218,7 @@ func parseAsk(rest string) (json.RawMessage, error) {
 		return nil, holdover.Newf(holdover.CodeBadRequest, "unexpected %q in ask", sc.rest())
 	}
 	if err := holdover.ValidateQuestions(args.Questions); err != nil {
-		return nil, holdover.Newf(holdover.CodeBadRequest, "ask: %v", err)
+		return nil, holdover.Wrap(err, holdover.CodeBadRequest, "ask")
 	}
 	return mustJSON(args), nil
 }
