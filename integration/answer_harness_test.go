@@ -18,6 +18,7 @@ import (
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/worker"
 )
@@ -109,37 +110,7 @@ func (w *answerWorld) roots() *liveroot.Registry {
 // inboxOf reads every message queued for Session sid, on its own inbox
 // subject and its reply subjects, as a runtime would: markers passed over.
 func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
-	return inboxOf(w.t, w.env.Topology.Inbox, sid)
-}
-
-// inboxOf reads every message of stream (INBOX) queued for Session sid.
-func inboxOf(t testing.TB, stream jetstream.Stream, sid string) []inbox.Queued {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("holdover.session."+sid+".>"))
-	require.NoError(t, err)
-	want := 0
-	for _, n := range info.State.Subjects {
-		want += int(n)
-	}
-	cons, err := inbox.Open(ctx, stream, sid, 0)
-	require.NoError(t, err)
-	var out []inbox.Queued
-	for read := 0; read < want; {
-		batch, err := cons.Fetch(want-read, jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			read++
-			if inbox.IsMarker(m.Headers()) {
-				continue
-			}
-			q, err := inbox.DecodeMsg(m)
-			require.NoError(t, err)
-			out = append(out, q)
-		}
-		require.NoError(t, batch.Error())
-	}
-	return out
+	return steertest.Queued(w.t, w.env.Topology.Inbox, sid)
 }
 
 // conn opens one more connection to the world's server.

@@ -139,39 +139,10 @@ func (r *rig) acceptedAndClaimed(t *testing.T, s *steertest.Session, qs []holdov
 	return q[0]
 }
 
-// queued reads every message in Session sid's inbox, its own subject and
-// its reply subjects, in order, passing over reservation markers.
+// queued reads every message in Session sid's inbox, passing over
+// reservation markers.
 func (r *rig) queued(t *testing.T, sid string) []inbox.Queued {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	info, err := r.Topology.Inbox.Info(ctx, jetstream.WithSubjectFilter("holdover.session."+sid+".>"))
-	require.NoError(t, err)
-	want := 0
-	for _, n := range info.State.Subjects {
-		want += int(n)
-	}
-	if want == 0 {
-		return nil
-	}
-	cons, err := inbox.Open(ctx, r.Topology.Inbox, sid, 0)
-	require.NoError(t, err)
-	var out []inbox.Queued
-	for read := 0; read < want; {
-		batch, err := cons.Fetch(want-read, jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			read++
-			if inbox.IsMarker(m.Headers()) {
-				continue
-			}
-			q, err := inbox.DecodeMsg(m)
-			require.NoError(t, err)
-			out = append(out, q)
-		}
-		require.NoError(t, batch.Error())
-	}
-	return out
+	return steertest.Queued(t, r.Topology.Inbox, sid)
 }
 
 // D6: an accepted answer is queued as a user message with the reply

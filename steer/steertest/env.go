@@ -4,6 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
@@ -54,4 +58,40 @@ func (e *Env) RunWorker(t testing.TB) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// Queued reads every message stream (INBOX) holds for Session sid, on its
+// own subject and its reply subjects, in order, passing over reservation
+// markers as a runtime does.
+func Queued(t testing.TB, stream jetstream.Stream, sid string) []inbox.Queued {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("holdover.session."+sid+".>"))
+	require.NoError(t, err)
+	want := 0
+	for _, n := range info.State.Subjects {
+		want += int(n)
+	}
+	if want == 0 {
+		return nil
+	}
+	cons, err := inbox.Open(ctx, stream, sid, 0)
+	require.NoError(t, err)
+	var out []inbox.Queued
+	for read := 0; read < want; {
+		batch, err := cons.Fetch(want-read, jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			read++
+			if inbox.IsMarker(m.Headers()) {
+				continue
+			}
+			q, err := inbox.DecodeMsg(m)
+			require.NoError(t, err)
+			out = append(out, q)
+		}
+		require.NoError(t, batch.Error())
+	}
+	return out
 }
