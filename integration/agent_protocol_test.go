@@ -2,15 +2,21 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/schemas"
+	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/wiredoc"
 )
 
@@ -36,6 +42,9 @@ func TestAgentProtocolExamples(t *testing.T) {
 	w.worker()
 	r := wiredoc.NewRunner(w.conn())
 	t.Cleanup(r.Close)
+	wire := newWireSchemas()
+	r.Observe = wire.observe
+	checked := map[string]bool{}
 
 	ran := 0
 	for _, b := range blocks {
@@ -54,6 +63,7 @@ func TestAgentProtocolExamples(t *testing.T) {
 			require.NoError(t, err, "%s:%d", agentProtocol, b.Line)
 			require.Empty(t, problems, "%s:%d: the example does not fit %s", agentProtocol, b.Line, arg)
 		case "check":
+			checked[arg] = true
 			// What `holdover check <sid>` prints for the Session's log.
 			log, err := w.log.ReadStored(context.Background(), arg, 0)
 			require.NoError(t, err)
@@ -69,4 +79,96 @@ func TestAgentProtocolExamples(t *testing.T) {
 		}
 	}
 	require.NotZero(t, ran, "the document has wire examples")
+	require.Empty(t, wire.refusedUnseen, "requests that break their schema must be refused; these got no error reply")
+	for sid, problems := range wire.badEvents {
+		require.True(t, checked[sid], "Session %s has events that break event.json (%v); show what `holdover check %s` says of them", sid, problems, sid)
+	}
+}
+
+// wireSchemas names the schema of each message of the agent protocol by
+// the subject it travels on, and the schema of what answers a request by
+// the request's subject, and checks every message against it. A request
+// the example sends broken on purpose must be refused with an error
+// reply; an event that breaks event.json must be one the document shows
+// `holdover check` listing.
+type wireSchemas struct {
+	replies       map[string]string   // reply subject → the schema of what arrives there
+	refusedUnseen map[string][]string // reply subject → the problems of a request that must be refused
+	badEvents     map[string][]string // Session → problems of events sent
+}
+
+func newWireSchemas() *wireSchemas {
+	return &wireSchemas{replies: map[string]string{}, refusedUnseen: map[string][]string{}, badEvents: map[string][]string{}}
+}
+
+// wireRoutes are the subjects whose messages have a schema: the body's,
+// and that of the reply to it ("" when the reply is a JetStream ack or
+// has none).
+var wireRoutes = []struct {
+	subject       *regexp.Regexp
+	schema, reply string
+}{
+	{regexp.MustCompile(`^holdover\.session\.[^.]+\.events$`), schemas.EventSchema, ""},
+	{regexp.MustCompile(`^holdover\.session\.[^.]+\.inbox(\.[^.]+)?$`), "inbox/message.json", ""},
+	{regexp.MustCompile(`^holdover\.session\.[^.]+\.ask$`), "waterfall/request.json", "waterfall/outcome.json"},
+	{regexp.MustCompile(`^holdover\.session\.[^.]+\.ask\.cancel$`), "waterfall/cancel.json", ""},
+	{regexp.MustCompile(`^holdover\.session\.[^.]+\.discard$`), "requests/discard.json", "replies/discard.json"},
+	{regexp.MustCompile(`^holdover\.runtime\.resume$`), "requests/resume.json", "replies/resume.json"},
+	{regexp.MustCompile(`^holdover\.q\.askTimed$`), "requests/ask-timed.json", "replies/ask-timed.json"},
+	{regexp.MustCompile(`^holdover\.q\.ask$`), "requests/ask.json", "replies/ask.json"},
+	{regexp.MustCompile(`^holdover\.q\.answer$`), "requests/answer.json", "replies/answer.json"},
+	{regexp.MustCompile(`^holdover\.q\.view$`), "requests/view.json", "replies/view.json"},
+	{regexp.MustCompile(`^holdover\.q\.inflight$`), "requests/inflight.json", "replies/inflight.json"},
+	{regexp.MustCompile(`^holdover\.claim\.wait\.`), "frames/claim.json", ""},
+	{regexp.MustCompile(`^\$KV\.liveRoots\.[^.]+$`), "kv/live-root.json", ""},
+	{regexp.MustCompile(`^\$JS\.API\.DIRECT\.GET\.KV_liveRoots\.`), "", "kv/live-root.json"},
+	{regexp.MustCompile(`^\$JS\.API\.DIRECT\.GET\.SESSIONS\.`), "", schemas.EventSchema},
+	{regexp.MustCompile(`^\$JS\.API\.DIRECT\.GET\.INBOX\.`), "", "inbox/message.json"},
+}
+
+func (w *wireSchemas) observe(m *nats.Msg, sent bool) error {
+	schema := w.replies[m.Subject]
+	var reply string
+	for _, r := range wireRoutes {
+		if r.subject.MatchString(m.Subject) {
+			schema, reply = r.schema, r.reply
+			break
+		}
+	}
+	if reply != "" && m.Reply != "" {
+		w.replies[m.Reply] = reply
+	}
+	switch {
+	case m.Header.Get(userquestions.ErrorCodeHeader) != "":
+		delete(w.refusedUnseen, m.Subject) // refused, as it had to be
+		schema = "replies/error.json"
+	case m.Header.Get(userquestions.HeaderFrame) == userquestions.FrameAccepted:
+		schema = "frames/accepted.json"
+	case inbox.IsMarker(m.Header):
+		if len(m.Data) > 0 {
+			return fmt.Errorf("a reservation marker has a body: %q", m.Data)
+		}
+		return nil
+	}
+	if schema == "" {
+		return nil
+	}
+	problems, err := schemas.Validate(schema, m.Data)
+	if err != nil || len(problems) == 0 {
+		return err
+	}
+	var said []string
+	for _, p := range problems {
+		said = append(said, p.String())
+	}
+	switch {
+	case sent && schema == schemas.EventSchema:
+		sid, _ := streams.SessionFromSubject(m.Subject)
+		w.badEvents[sid] = append(w.badEvents[sid], said...)
+		return nil
+	case sent && m.Reply != "" && strings.HasPrefix(m.Subject, streams.ServicePrefix+"."):
+		w.refusedUnseen[m.Reply] = said // the service must refuse it
+		return nil
+	}
+	return fmt.Errorf("the message breaks %s: %s", schema, strings.Join(said, "; "))
 }

@@ -25,6 +25,10 @@ type Runner struct {
 	Patience time.Duration
 	// Vars are the placeholders bound so far; a caller may bind some first.
 	Vars Vars
+	// Observe, when set, is shown every message a PUB sends (sent true)
+	// and every message a MSG matched, as it went over the wire: a test
+	// can check them against more than the example, such as schemas.
+	Observe func(m *nats.Msg, sent bool) error
 
 	mu      sync.Mutex
 	arrived chan struct{} // closed and replaced whenever a message arrives
@@ -155,6 +159,11 @@ func (r *Runner) publish(s Step) error {
 		}
 		m.Data = compact.Bytes()
 	}
+	if r.Observe != nil {
+		if err := r.Observe(m, true); err != nil {
+			return err
+		}
+	}
 	return r.nc.PublishMsg(m)
 }
 
@@ -174,6 +183,9 @@ func (r *Runner) expect(s Step) error {
 				return fmt.Errorf("%w\n  the message: %s", err, describe(m))
 			}
 			maps.Copy(r.Vars, vars)
+			if r.Observe != nil {
+				return r.Observe(m, false)
+			}
 			return nil
 		}
 		select {
