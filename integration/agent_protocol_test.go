@@ -8,8 +8,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/inbox"
@@ -171,4 +173,41 @@ func (w *wireSchemas) observe(m *nats.Msg, sent bool) error {
 		return nil
 	}
 	return fmt.Errorf("the message breaks %s: %s", schema, strings.Join(said, "; "))
+}
+
+// Every link of docs/agent-protocol.md leads somewhere: a file of the
+// repository, or a heading of the page (GitHub's anchor for it).
+func TestAgentProtocolLinks(t *testing.T) {
+	doc, err := os.ReadFile(agentProtocol)
+	require.NoError(t, err)
+	anchors := map[string]bool{}
+	for _, h := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllStringSubmatch(string(doc), -1) {
+		anchors[githubAnchor(h[1])] = true
+	}
+	links := regexp.MustCompile(`\]\(([^)\s]+)\)`).FindAllStringSubmatch(string(doc), -1)
+	require.NotEmpty(t, links)
+	for _, l := range links {
+		target, anchor, _ := strings.Cut(l[1], "#")
+		if target == "" {
+			assert.True(t, anchors[anchor], "link %s names no heading of the page", l[1])
+			continue
+		}
+		_, err := os.Stat(filepath.Join(filepath.Dir(agentProtocol), target))
+		assert.NoError(t, err, "link %s names no file", l[1])
+	}
+}
+
+// githubAnchor is the anchor GitHub gives a heading: lower case, spaces
+// as '-', punctuation other than '-' and '_' dropped.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
