@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/schemas"
@@ -42,7 +43,16 @@ func TestAgentProtocolExamples(t *testing.T) {
 
 	w := newAnswerWorld(t)
 	w.worker()
-	r := wiredoc.NewRunner(w.conn())
+	// Each step runs on the credentials of the role the transcript names
+	// (AS agent, AS gateway, AS operator), with authentication on, so an
+	// example a role may not perform fails too.
+	r := wiredoc.NewRunner(w.conn(), func(role string) (*nats.Conn, error) {
+		if !auth.Role(role).Known() {
+			return nil, fmt.Errorf("no role %q", role)
+		}
+		nc, _ := w.env.As(t, auth.Role(role))
+		return nc, nil
+	})
 	t.Cleanup(r.Close)
 	wire := newWireSchemas()
 	r.Observe = wire.observe

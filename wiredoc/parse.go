@@ -9,6 +9,7 @@
 //	PUB <subject> [<reply>]        publish, with the headers and body below
 //	MSG <subject> [<reply>]        the next message on <subject> must be this one
 //	UNSUB <subject>                drop the subscription SUB made
+//	AS <role>                      the steps below run on <role>'s connection
 //
 // A header line is "Name: value"; a line "…" among the headers of a MSG
 // allows headers the example does not show. The body is every line up to
@@ -38,6 +39,9 @@ const (
 	Pub   = "PUB"
 	Msg   = "MSG"
 	Unsub = "UNSUB"
+	// As switches the connection the steps below run on, by the role whose
+	// credentials it holds; it lasts until the next As, across blocks.
+	As = "AS"
 )
 
 // Ellipsis marks headers or JSON members an example leaves out.
@@ -115,7 +119,7 @@ func Blocks(markdown []byte) ([]Block, error) {
 }
 
 var (
-	verbLine   = regexp.MustCompile(`^(SUB|PUB|MSG|UNSUB) (\S+)(?: (\S+))?$`)
+	verbLine   = regexp.MustCompile(`^(SUB|PUB|MSG|UNSUB|AS) (\S+)(?: (\S+))?$`)
 	headerLine = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*): (.*)$`)
 )
 
@@ -146,7 +150,7 @@ func Steps(b Block) ([]Step, error) {
 			if strings.TrimSpace(line) == "" {
 				continue
 			}
-			return nil, fmt.Errorf("line %d: a transcript starts with SUB, PUB, MSG or UNSUB, not %q", n, line)
+			return nil, fmt.Errorf("line %d: a transcript starts with SUB, PUB, MSG, UNSUB or AS, not %q", n, line)
 		}
 		if !inBody {
 			if strings.TrimSpace(line) == Ellipsis {
@@ -168,6 +172,9 @@ func Steps(b Block) ([]Step, error) {
 	for _, s := range steps {
 		if s.Verb == Unsub && (s.Arg != "" || len(s.Headers) > 0 || s.Body != "") {
 			return nil, fmt.Errorf("line %d: UNSUB takes a subject only", s.Line)
+		}
+		if s.Verb == As && (s.Arg != "" || len(s.Headers) > 0 || s.Body != "") {
+			return nil, fmt.Errorf("line %d: AS takes a role only", s.Line)
 		}
 		if s.Verb == Sub && (len(s.Headers) > 0 || s.Body != "") {
 			return nil, fmt.Errorf("line %d: SUB takes a subject and a queue group only", s.Line)

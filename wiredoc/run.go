@@ -16,11 +16,17 @@ import (
 // DefaultPatience is how long a MSG waits for its message.
 const DefaultPatience = 20 * time.Second
 
-// Runner plays transcripts on one NATS connection, one step after
-// another, keeping its subscriptions and bound placeholders from one
-// block to the next, as a document's examples build on each other.
+// Runner plays transcripts one step after another, each on the
+// connection of the role the last AS named (so every step is checked
+// against that role's permissions too), keeping its subscriptions, bound
+// placeholders and role from one block to the next, as a document's
+// examples build on each other. A MSG takes its message from any role's
+// subscription.
 type Runner struct {
-	nc *nats.Conn
+	connect func(role string) (*nats.Conn, error)
+	conns   map[string]*nats.Conn
+	role    string
+	nc      *nats.Conn
 	// Patience bounds the wait of a MSG for its message.
 	Patience time.Duration
 	// Vars are the placeholders bound so far; a caller may bind some first.
@@ -38,13 +44,15 @@ type Runner struct {
 // subscription keeps every message of one SUB until a MSG takes it.
 type subscription struct {
 	subject string
+	role    string
 	sub     *nats.Subscription
 	msgs    []*nats.Msg // guarded by Runner.mu; a taken message is nil
 }
 
-// NewRunner returns a Runner on nc.
-func NewRunner(nc *nats.Conn) *Runner {
-	return &Runner{nc: nc, Patience: DefaultPatience, Vars: Vars{}, arrived: make(chan struct{})}
+// NewRunner returns a Runner whose steps run on nc until an AS names a
+// role, and on connect(role)'s connection (opened once per role) after.
+func NewRunner(nc *nats.Conn, connect func(role string) (*nats.Conn, error)) *Runner {
+	return &Runner{nc: nc, connect: connect, conns: map[string]*nats.Conn{}, Patience: DefaultPatience, Vars: Vars{}, arrived: make(chan struct{})}
 }
 
 // Close drops every subscription the transcripts made.
@@ -70,6 +78,8 @@ func (r *Runner) Run(steps []Step) error {
 
 func (r *Runner) step(s Step) error {
 	switch s.Verb {
+	case As:
+		return r.as(s.Subject)
 	case Sub:
 		return r.subscribe(s)
 	case Unsub:
@@ -82,12 +92,34 @@ func (r *Runner) step(s Step) error {
 	return fmt.Errorf("unknown verb")
 }
 
+// as makes role's connection the one the next steps run on, after what
+// the last one published reached the server: messages of two connections
+// are not ordered otherwise.
+func (r *Runner) as(role string) error {
+	if err := r.nc.Flush(); err != nil {
+		return err
+	}
+	nc := r.conns[role]
+	if nc == nil {
+		if r.connect == nil {
+			return fmt.Errorf("the runner connects as no role")
+		}
+		var err error
+		if nc, err = r.connect(role); err != nil {
+			return fmt.Errorf("connect as %s: %w", role, err)
+		}
+		r.conns[role] = nc
+	}
+	r.role, r.nc = role, nc
+	return nil
+}
+
 func (r *Runner) subscribe(s Step) error {
 	subject, err := r.Vars.Fill(s.Subject)
 	if err != nil {
 		return err
 	}
-	entry := &subscription{subject: subject}
+	entry := &subscription{subject: subject, role: r.role}
 	deliver := func(m *nats.Msg) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -119,7 +151,7 @@ func (r *Runner) unsubscribe(s Step) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, e := range r.subs {
-		if e.subject == subject {
+		if e.subject == subject && e.role == r.role {
 			r.subs = slices.Delete(r.subs, i, i+1)
 			if err := e.sub.Unsubscribe(); err != nil {
 				return err

@@ -103,7 +103,7 @@ func TestRunnerChecksAgainstARealServer(t *testing.T) {
 		t.Helper()
 		steps, err := Steps(Block{Info: "wire", Line: 10, Text: text})
 		require.NoError(t, err)
-		r := NewRunner(env.Conn)
+		r := NewRunner(env.Conn, nil)
 		r.Patience = 2 * time.Second
 		defer r.Close()
 		return r.Run(steps)
