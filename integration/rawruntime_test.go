@@ -23,6 +23,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection"
@@ -64,10 +65,14 @@ func TestRawRuntimeImportsNoHoldoverPackage(t *testing.T) {
 // holdover_events_rejected_total and named by `holdover check`.
 func TestARuntimeFromTheSchemasAlone(t *testing.T) {
 	holdoverBin, workerBin := shippedBinaries(t)
-	env := embeddedtest.Start(t, streams.Config{}) // the worker's own configuration: file storage
+	// Authentication on, as holdover dev runs it: each process on its
+	// role's credentials (docs/agent-protocol.md §0), the runtime on the
+	// agent's.
+	env := embeddedtest.StartSecure(t, streams.Config{}) // the worker's own configuration: file storage
+	creds := func(r auth.Role) string { return env.Auth.Creds(env.Tenant, r) }
 	ctx := context.Background()
 	url := env.Server.ClientURL()
-	worker := fgSpawn(t, "question-worker", exec.Command(workerBin, "--nats", url,
+	worker := fgSpawn(t, "question-worker", exec.Command(workerBin, "--nats", url, "--creds", creds(auth.Worker), "--provision=false",
 		"--metrics-addr", "127.0.0.1:0", "--release-bound", userquestions.MinReleaseBound.String()))
 	ping, err := micro.ControlSubject(micro.PingVerb, userquestions.Name, "")
 	require.NoError(t, err)
@@ -78,7 +83,7 @@ func TestARuntimeFromTheSchemasAlone(t *testing.T) {
 	metrics := metricsAddr(t, worker)
 
 	// The Client: answers call_1 at once, leaves call_2 to go pending.
-	clientConn, _ := embeddedtest.Connect(t, url)
+	clientConn, _ := env.As(t, auth.Gateway)
 	client, err := answerer.New(clientConn, answerer.Config{})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
@@ -93,7 +98,7 @@ func TestARuntimeFromTheSchemasAlone(t *testing.T) {
 	require.NoError(t, err, "build rawruntime:\n%s", out)
 	schemasDir, err := filepath.Abs(filepath.Join("..", "schemas"))
 	require.NoError(t, err)
-	cmd := exec.Command(bin, "--nats", url, "--schemas", schemasDir, "--session", "s1", "--instance", "raw-1",
+	cmd := exec.Command(bin, "--nats", url, "--creds", creds(auth.Agent), "--schemas", schemasDir, "--session", "s1", "--instance", "raw-1",
 		"--pending-timeout", "1", "--malformed-session", "s2")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -123,7 +128,8 @@ func TestARuntimeFromTheSchemasAlone(t *testing.T) {
 	require.Equal(t, "call_2", d.CallID, "the second question reaches the Client, which leaves it")
 	next("pending")
 
-	user := newUser(t, env.Conn, fgPatience)
+	gatewayConn, _ := env.As(t, auth.Gateway)
+	user := newUser(t, gatewayConn, fgPatience)
 	late := []holdover.Answer{{ID: "region", Selected: []string{"eu"}}}
 	res, err := user.Answer(ctx, holdover.AnswerRequest{Session: "s1", CallID: "call_2", Answers: late})
 	require.NoError(t, err)
@@ -164,7 +170,7 @@ func TestARuntimeFromTheSchemasAlone(t *testing.T) {
 	// named by holdover check, which exits 1.
 	projectiontest.Folded(t, env.Topology.Questions, "s2", 1)
 	assert.Equal(t, 1.0, scrape(t, metrics, `holdover_events_rejected_total{reason="tool_schema_key",type="request/header"}`))
-	check := exec.Command(holdoverBin, "check", "--nats", url, "s2")
+	check := exec.Command(holdoverBin, "check", "--nats", url, "--creds", creds(auth.Operator), "s2")
 	said2, err := check.CombinedOutput()
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "holdover check fails on s2: %v\n%s", err, said2)

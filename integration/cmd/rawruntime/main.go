@@ -34,6 +34,8 @@ import (
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.url, "nats", nats.DefaultURL, "NATS server URL")
+	flag.StringVar(&cfg.creds, "creds", "", "the agent role's NATS credentials file (holdover auth init writes it; §0)")
+	flag.StringVar(&cfg.inboxPrefix, "inbox-prefix", "_INBOX.agent", "the reply subjects' prefix the agent role may subscribe to (§0)")
 	flag.StringVar(&cfg.schemas, "schemas", "schemas", "the schemas folder of the Holdover repository")
 	flag.StringVar(&cfg.session, "session", "s1", "the Session to run")
 	flag.StringVar(&cfg.instance, "instance", "raw-runtime", "this runtime's instance id")
@@ -48,7 +50,8 @@ func main() {
 }
 
 type config struct {
-	url, schemas, session, instance, malformed string
+	url, creds, inboxPrefix                    string
+	schemas, session, instance, malformed      string
 	pendingSeconds                             int
 	patience                                   time.Duration
 }
@@ -114,7 +117,13 @@ type part struct {
 
 func run(cfg config) error {
 	ctx := context.Background()
-	nc, err := nats.Connect(cfg.url)
+	// §0: the agent role's credentials, and its inbox prefix, the only
+	// reply subjects it may subscribe to.
+	opts := []nats.Option{nats.CustomInboxPrefix(cfg.inboxPrefix)}
+	if cfg.creds != "" {
+		opts = append(opts, nats.UserCredentials(cfg.creds))
+	}
+	nc, err := nats.Connect(cfg.url, opts...)
 	if err != nil {
 		return err
 	}
@@ -139,7 +148,7 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	rt.callerLease = callerLease
+	rt.callerLease = callerLease.name
 	if err := rt.register(ctx); err != nil {
 		return err
 	}
@@ -218,13 +227,15 @@ func run(cfg config) error {
 		say("malformed", map[string]any{"session": cfg.malformed, "problems": problems})
 	}
 
-	// §12: release the Session, then end the leases.
+	// §13: release the Session, then end the leases: drop their
+	// subscriptions, and NATS deletes them within the release bound (the
+	// agent role may not delete consumers).
 	if err := rt.release(ctx); err != nil {
 		return err
 	}
-	for _, lease := range []string{callerLease, rootLease} {
-		if err := js.DeleteConsumer(ctx, "CLAIMS", lease); err != nil {
-			return fmt.Errorf("end lease %s: %w", lease, err)
+	for _, lease := range []*nats.Subscription{callerLease.sub, rootLease.sub} {
+		if err := lease.Unsubscribe(); err != nil {
+			return fmt.Errorf("end lease %s: %w", lease.Subject, err)
 		}
 	}
 	say("done", nil)
@@ -283,21 +294,31 @@ type runtime struct {
 	turn        string
 }
 
+// lease is a lease this runtime holds: its consumer's name, and the
+// subscription whose interest keeps it.
+type lease struct {
+	name string
+	sub  *nats.Subscription
+}
+
 // holdLease holds lease~<role>~<id> (§4): subscribe to the deliver
-// subject by its own name first, then create the consumer.
-func (rt *runtime) holdLease(ctx context.Context, role, id string) (string, error) {
+// subject by its own name first, then create the consumer, filtered to
+// holdover.claim.lease.<role>.<id> (nats.go puts the filter in the create
+// subject, as the agent role's permissions require).
+func (rt *runtime) holdLease(ctx context.Context, role, id string) (lease, error) {
 	name := "lease~" + role + "~" + id
 	deliver := rt.nc.NewInbox()
-	if _, err := rt.nc.Subscribe(deliver, func(*nats.Msg) {}); err != nil {
-		return "", err
+	sub, err := rt.nc.Subscribe(deliver, func(*nats.Msg) {})
+	if err != nil {
+		return lease{}, err
 	}
 	if err := rt.nc.Flush(); err != nil {
-		return "", err
+		return lease{}, err
 	}
-	_, err := rt.js.CreatePushConsumer(ctx, "CLAIMS", jetstream.ConsumerConfig{
+	_, err = rt.js.CreatePushConsumer(ctx, "CLAIMS", jetstream.ConsumerConfig{
 		Name:              name,
 		DeliverSubject:    deliver,
-		FilterSubject:     "holdover.claim.lease." + id,
+		FilterSubject:     "holdover.claim.lease." + role + "." + id,
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
 		InactiveThreshold: releaseBound,
@@ -306,9 +327,9 @@ func (rt *runtime) holdLease(ctx context.Context, role, id string) (string, erro
 		Metadata:          map[string]string{"role": role, "id": id},
 	})
 	if err != nil {
-		return "", fmt.Errorf("hold lease %s: %w", name, err)
+		return lease{}, fmt.Errorf("hold lease %s: %w", name, err)
 	}
-	return name, nil
+	return lease{name: name, sub: sub}, nil
 }
 
 type liveRoot struct {
