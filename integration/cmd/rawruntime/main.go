@@ -50,10 +50,10 @@ func main() {
 }
 
 type config struct {
-	url, creds, inboxPrefix                    string
-	schemas, session, instance, malformed      string
-	pendingSeconds                             int
-	patience                                   time.Duration
+	url, creds, inboxPrefix               string
+	schemas, session, instance, malformed string
+	pendingSeconds                        int
+	patience                              time.Duration
 }
 
 // releaseBound is the inactive_threshold of this runtime's leases (§4).
