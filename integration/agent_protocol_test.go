@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
@@ -45,14 +46,35 @@ func TestAgentProtocolExamples(t *testing.T) {
 	w.worker()
 	// Each step runs on the credentials of the role the transcript names
 	// (AS agent, AS gateway, AS operator), with authentication on, so an
-	// example a role may not perform fails too.
+	// example a role may not perform fails too: NATS reports a denied
+	// publish or subscription to the connection's error handler only,
+	// which fails the test.
+	var (
+		mu     sync.Mutex
+		denied []string
+		byRole []*nats.Conn
+	)
 	r := wiredoc.NewRunner(w.conn(), func(role string) (*nats.Conn, error) {
 		if !auth.Role(role).Known() {
 			return nil, fmt.Errorf("no role %q", role)
 		}
-		nc, _ := w.env.As(t, auth.Role(role))
+		nc, _ := w.env.As(t, auth.Role(role), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			denied = append(denied, role+": "+err.Error())
+		}))
+		byRole = append(byRole, nc)
 		return nc, nil
 	})
+	noneDenied := func(line int) {
+		t.Helper()
+		for _, nc := range byRole {
+			require.NoError(t, nc.Flush())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		require.Empty(t, denied, "%s: a step of the transcript at line %d (or just before) is one its role may not take", agentProtocol, line)
+	}
 	t.Cleanup(r.Close)
 	wire := newWireSchemas()
 	r.Observe = wire.observe
@@ -68,6 +90,7 @@ func TestAgentProtocolExamples(t *testing.T) {
 			if err := r.Run(steps); err != nil {
 				t.Fatalf("%s %v", agentProtocol, err)
 			}
+			noneDenied(b.Line)
 			ran++
 		case "json":
 			require.NotEmpty(t, arg, "%s:%d: a JSON example names the schema it fits (```json <schema file>)", agentProtocol, b.Line)

@@ -1,10 +1,12 @@
 package wiredoc
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -127,4 +129,43 @@ func TestRunnerChecksAgainstARealServer(t *testing.T) {
 	require.NoError(t, err)
 	err = run("SUB _INBOX.t.>\nPUB $JS.API.DIRECT.GET.SESSIONS.holdover.session.w1.events _INBOX.t.4\nMSG _INBOX.t.4\n{\"type\":\"turn/start\", …}\n")
 	assert.ErrorContains(t, err, "which the example does not show", "headers the example does not show fail without …")
+}
+
+// AS moves the steps below it to another role's connection, for the rest
+// of the transcript and the next ones; a MSG takes its message from a
+// subscription of any role, and an UNSUB drops its own role's only.
+func TestRunnerStepsAsRoles(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	opened := map[string]*nats.Conn{}
+	r := NewRunner(env.Conn, func(role string) (*nats.Conn, error) {
+		if role == "nobody" {
+			return nil, errors.New("no such role")
+		}
+		nc, _ := embeddedtest.Connect(t, env.Server.ClientURL(), nats.Name(role))
+		opened[role] = nc
+		return nc, nil
+	})
+	r.Patience = 2 * time.Second
+	t.Cleanup(r.Close)
+	steps, err := Steps(Block{Info: "wire", Line: 1, Text: "AS a\nSUB x.>\nAS b\nSUB y.>\nPUB x.1\none\nAS a\nPUB y.1\ntwo\nMSG x.1\none\nMSG y.1\ntwo\n"})
+	require.NoError(t, err)
+	require.NoError(t, r.Run(steps))
+	require.Len(t, opened, 2, "one connection per role, opened once")
+	assert.Equal(t, "a", r.role, "the role lasts past the transcript")
+	var roles []string
+	for _, s := range r.subs {
+		roles = append(roles, s.role)
+	}
+	assert.Equal(t, []string{"a", "b"}, roles, "each SUB is its role's")
+	assert.Equal(t, 1, opened["a"].NumSubscriptions(), "a SUB subscribes on its role's connection")
+	assert.Equal(t, 1, opened["b"].NumSubscriptions())
+
+	steps, err = Steps(Block{Info: "wire", Line: 20, Text: "AS b\nUNSUB x.>\n"})
+	require.NoError(t, err)
+	assert.ErrorContains(t, r.Run(steps), "no SUB x.> to drop", "b did not subscribe to x.>")
+	steps, err = Steps(Block{Info: "wire", Line: 30, Text: "AS nobody\n"})
+	require.NoError(t, err)
+	assert.ErrorContains(t, r.Run(steps), "line 31: AS nobody: connect as nobody: no such role")
+	_, err = Steps(Block{Info: "wire", Line: 40, Text: "AS a b\n"})
+	assert.ErrorContains(t, err, "AS takes a role only")
 }
