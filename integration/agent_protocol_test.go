@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -186,6 +187,9 @@ func (w *wireSchemas) observe(m *nats.Msg, sent bool) error {
 		return nil
 	}
 	if schema == "" {
+		if json.Valid(m.Data) && len(m.Data) > 0 && !natsOwn(m.Subject) {
+			return fmt.Errorf("a JSON body on %s, which no schema covers: every body of the protocol has one (schemas/)", m.Subject)
+		}
 		return nil
 	}
 	problems, err := schemas.Validate(schema, m.Data)
@@ -206,6 +210,13 @@ func (w *wireSchemas) observe(m *nats.Msg, sent bool) error {
 		return nil
 	}
 	return fmt.Errorf("the message breaks %s: %s", schema, strings.Join(said, "; "))
+}
+
+// natsOwn reports whether subject carries NATS's own shapes, not
+// Holdover's: the JetStream API and its acks and advisories, and the
+// replies to them.
+func natsOwn(subject string) bool {
+	return strings.HasPrefix(subject, "$JS.") || strings.HasPrefix(subject, "_INBOX.")
 }
 
 // Every link of docs/agent-protocol.md leads somewhere: a file of the
