@@ -151,11 +151,18 @@ func ParseBatch(data []byte) (Batch, error) {
 	return b, nil
 }
 
-// String renders the batch as compact JSON.
-func (b Batch) String() string {
+// MarshalJSON writes a nil Answers as [] rather than null: ParseBatch
+// refuses a batch without an answers list, so Holdover never writes one.
+func (b Batch) MarshalJSON() ([]byte, error) {
+	type plain Batch
 	if b.Answers == nil {
 		b.Answers = []Answer{}
 	}
+	return json.Marshal(plain(b))
+}
+
+// String renders the batch as compact JSON.
+func (b Batch) String() string {
 	data, err := json.Marshal(b)
 	if err != nil {
 		return fmt.Sprintf("%+v", b.Answers)

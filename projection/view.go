@@ -64,14 +64,17 @@ type Settled struct {
 }
 
 // View is the projection of one Session: what the userQuestions bucket
-// stores under the Session id.
+// stores under the Session id. Every seq in it is a Session seq: the
+// SESSIONS stream sequence of an event's message, shared by all Sessions,
+// so a Session's seqs skip the other Sessions' events (package sessionlog).
 type View struct {
 	Active  []Call    `json:"active"`
 	Settled []Settled `json:"settled"`
 	// Timed reports whether the latest request/header offered the timed
 	// ask_user_question schema (D2).
 	Timed bool `json:"timed"`
-	// LastSeq is the Session seq of the last folded event.
+	// LastSeq is the Session seq (stream sequence) of the last folded
+	// event; the next event of the Session names it in Holdover-Prev-Seq.
 	LastSeq uint64 `json:"lastSeq"`
 }
 

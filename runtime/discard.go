@@ -18,8 +18,11 @@ func DiscardSubject(sid string) (string, error) {
 	return streams.SessionSubject(sid, streams.DiscardSuffix)
 }
 
-// DiscardRequest names the queued message to drop.
+// DiscardRequest names the queued message to drop. Session, when given,
+// must be the Session whose subject the request came on: a Client's call
+// through the gateway names it, since the gateway routes by it.
 type DiscardRequest struct {
+	Session   string `json:"session,omitempty"`
 	MessageID string `json:"messageId"`
 	Reason    string `json:"reason,omitempty"`
 }
@@ -37,7 +40,7 @@ func Discard(ctx context.Context, nc *nats.Conn, sid, messageID, reason string) 
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(DiscardRequest{MessageID: messageID, Reason: reason})
+	data, err := json.Marshal(DiscardRequest{Session: sid, MessageID: messageID, Reason: reason})
 	if err != nil {
 		return holdover.Wrap(err, holdover.CodeInternal, "encode discard request")
 	}
@@ -67,9 +70,12 @@ func (a *Agent) serveDiscard(ctx context.Context) (*nats.Subscription, error) {
 	sub, err := a.rt.nc.Subscribe(subject, func(m *nats.Msg) {
 		var req DiscardRequest
 		err := json.Unmarshal(m.Data, &req)
-		if err != nil || req.MessageID == "" {
-			err = holdover.New(holdover.CodeBadRequest, `a discard request is {"messageId": "…", "reason"?: "…"}`)
-		} else {
+		switch {
+		case err != nil || req.MessageID == "":
+			err = holdover.New(holdover.CodeBadRequest, `a discard request is {"session"?: "…", "messageId": "…", "reason"?: "…"}`)
+		case req.Session != "" && req.Session != a.sid:
+			err = holdover.Newf(holdover.CodeBadRequest, "a discard request on %s names session %q", subject, req.Session)
+		default:
 			err = a.Discard(ctx, req.MessageID, req.Reason)
 		}
 		var reply DiscardReply

@@ -11,7 +11,10 @@
 // Layout: event.json is the Session log envelope {type, at, data}; the
 // bodies it names are in events/, one file per event type (the type with
 // "/" spelled "-"), and the shapes several bodies share in
-// events/common.json. See README.md for how further shapes slot in.
+// events/common.json. The rest of the wire is in a folder named for where
+// each shape travels: requests/, replies/, frames/, waterfall/, kv/,
+// inbox/ and tool/, with common/ for what they share. README.md has the
+// table.
 package schemas
 
 import (
@@ -34,7 +37,7 @@ import (
 // schema of each event type Holdover reads.
 const EventSchema = "event.json"
 
-//go:embed *.json events/*.json
+//go:embed *.json events/*.json common/*.json requests/*.json replies/*.json frames/*.json waterfall/*.json kv/*.json inbox/*.json tool/*.json
 var files embed.FS
 
 // Files is the schema folder, as embedded in the binary.

@@ -15,8 +15,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/schemas"
+	"github.com/holdover-dev/holdover/userquestions"
 )
 
 // The Go types of package events and the schema files must describe the
@@ -26,10 +31,12 @@ import (
 //   - a struct is an object schema with exactly its JSON field names as
 //     properties, additionalProperties false, and as required exactly the
 //     fields Go always writes (those without omitempty);
-//   - a slice is an array schema; one Go always writes may be null (a nil
-//     slice encodes as null), so its schema allows null;
-//   - strings, integers (unsigned: minimum 0), booleans and times
-//     (format date-time) have their JSON types; json.RawMessage is any JSON.
+//   - a slice is an array schema; one Go can write as null (a nil slice
+//     encodes as null, unless its type's MarshalJSON writes [] instead, as
+//     holdover.Answer, Batch and projection.View do) allows null;
+//   - strings, integers (unsigned: a minimum of 0 or more), booleans and
+//     times (format date-time) have their JSON types; json.RawMessage is
+//     any JSON.
 
 func TestEveryEventTypeHasASchema(t *testing.T) {
 	docs := loadDocs(t)
@@ -48,12 +55,59 @@ func TestEveryEventTypeHasASchema(t *testing.T) {
 // shapes pairs each schema file that describes one Go type with it. The
 // event bodies are paired through event.json's dispatch instead (below).
 // A schema for a request, reply, frame, KV value or inbox message slots in
-// here with its Go type.
+// here with its Go type; TestEverySchemaIsPaired keeps the list whole.
 var shapes = []struct {
 	file string
 	typ  reflect.Type
 }{
 	{schemas.EventSchema, reflect.TypeFor[events.Event]()},
+	{"requests/ask.json", reflect.TypeFor[holdover.AskRequest]()},
+	{"requests/ask-timed.json", reflect.TypeFor[holdover.AskTimedRequest]()},
+	{"requests/answer.json", reflect.TypeFor[holdover.AnswerRequest]()},
+	{"requests/view.json", reflect.TypeFor[userquestions.ViewRequest]()},
+	{"requests/inflight.json", reflect.TypeFor[userquestions.InflightRequest]()},
+	{"requests/resume.json", reflect.TypeFor[liveroot.ResumeRequest]()},
+	{"requests/discard.json", reflect.TypeFor[runtime.DiscardRequest]()},
+	{"replies/ask.json", reflect.TypeFor[holdover.Batch]()},
+	{"replies/ask-timed.json", reflect.TypeFor[holdover.Outcome]()},
+	{"replies/answer.json", reflect.TypeFor[holdover.AnswerResult]()},
+	{"replies/view.json", reflect.TypeFor[projection.View]()},
+	{"replies/inflight.json", reflect.TypeFor[userquestions.InflightResult]()},
+	{"replies/error.json", reflect.TypeFor[holdover.Error]()},
+	{"replies/resume.json", reflect.TypeFor[liveroot.ResumeReply]()},
+	{"replies/discard.json", reflect.TypeFor[runtime.DiscardReply]()},
+	{"frames/accepted.json", reflect.TypeFor[userquestions.Accepted]()},
+	{"frames/claim.json", reflect.TypeFor[userquestions.ClaimFrame]()},
+	{"waterfall/request.json", reflect.TypeFor[userquestions.WaterfallRequest]()},
+	{"waterfall/outcome.json", reflect.TypeFor[userquestions.WaterfallOutcome]()},
+	{"waterfall/cancel.json", reflect.TypeFor[userquestions.CancelNotice]()},
+	{"kv/live-root.json", reflect.TypeFor[liveroot.Record]()},
+	{"kv/user-questions.json", reflect.TypeFor[projection.View]()},
+	{"inbox/message.json", reflect.TypeFor[events.Message]()},
+	{"inbox/reply-text.json", reflect.TypeFor[events.Reply]()},
+	{"tool/arguments.json", reflect.TypeFor[holdover.ToolArgs]()},
+	{"tool/answers.json", reflect.TypeFor[holdover.Batch]()},
+	{"tool/pending.json", reflect.TypeFor[holdover.Pending]()},
+}
+
+// Every schema file is the schema of a Go type (paired above or through
+// event.json's dispatch) or a file of shared definitions, so none can
+// drift unwatched.
+func TestEverySchemaIsPaired(t *testing.T) {
+	docs := loadDocs(t)
+	paired := map[string]bool{}
+	for _, s := range shapes {
+		paired[s.file] = true
+	}
+	for _, ref := range dispatch(t, docs) {
+		paired[ref] = true
+	}
+	for name, doc := range docs {
+		if _, defsOnly := doc.(map[string]any)["$defs"]; defsOnly && doc.(map[string]any)["type"] == nil && doc.(map[string]any)["$ref"] == nil {
+			continue // shared definitions, checked where they are used
+		}
+		assert.True(t, paired[name], "schema %s is paired with no Go type in shapes", name)
+	}
 }
 
 func TestShapesMatchTheirSchemas(t *testing.T) {
@@ -149,8 +203,8 @@ func (c comparison) compare(file string, node any, typ reflect.Type, where strin
 		c.wantType(s, where, "integer")
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		c.wantType(s, where, "integer")
-		if m, _ := s["minimum"].(float64); m != 0 || s["minimum"] == nil {
-			c.t.Errorf("%s: an unsigned integer has minimum 0", where)
+		if m, _ := s["minimum"].(float64); m < 0 || s["minimum"] == nil {
+			c.t.Errorf("%s: an unsigned integer has a minimum of 0 or more", where)
 		}
 	default:
 		c.t.Errorf("%s: no rule for Go kind %s", where, typ.Kind())
@@ -183,7 +237,7 @@ func (c comparison) compareObject(file string, s map[string]any, typ reflect.Typ
 			continue
 		}
 		fieldFile, fieldNode := c.resolve(file, prop)
-		if f.Type.Kind() == reflect.Slice && f.Type != reflect.TypeFor[json.RawMessage]() && !omitempty {
+		if f.Type.Kind() == reflect.Slice && f.Type != reflect.TypeFor[json.RawMessage]() && !omitempty && writesNull(typ, name) {
 			if fs, _ := fieldNode.(map[string]any); !slices.Contains(types(fs), "null") {
 				c.t.Errorf("%s.%s: Go writes a nil slice as null, so the schema must allow null", where, name)
 			}
@@ -266,6 +320,20 @@ func types(s map[string]any) []string {
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
+}
+
+// writesNull reports whether Go writes the field name of a zero typ as
+// null: a nil slice does, unless the type's MarshalJSON writes [].
+func writesNull(typ reflect.Type, name string) bool {
+	data, err := json.Marshal(reflect.Zero(typ).Interface())
+	if err != nil {
+		return true
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return true
+	}
+	return string(fields[name]) == "null"
 }
 
 // jsonField returns a struct field's JSON name and whether it is

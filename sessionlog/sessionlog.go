@@ -1,8 +1,14 @@
 // Package sessionlog reads and appends Session logs: one JetStream subject
 // per Session in the SESSIONS stream, one encoded event per message.
 //
-// Appends are fenced: each names the Session seq it follows, so a stale or
-// second writer fails with CONFLICT instead of interleaving its events. The
+// An event's Session seq is the stream sequence of its message in
+// SESSIONS, which every Session shares: a Session's seqs grow but skip the
+// other Sessions' events, so they are not a count of its own (a
+// per-subject counter would need a read to learn). Appends are fenced:
+// each names the Session seq of the Session's last event
+// (Nats-Expected-Last-Subject-Sequence, which JetStream compares with the
+// stream sequence of the subject's last message), so a stale or second
+// writer fails with CONFLICT instead of interleaving its events. The
 // package never interprets events beyond decoding them.
 package sessionlog
 
@@ -20,8 +26,9 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// PrevHeader carries the Session seq an event was appended after, so a
-// reader can tell whether it has seen every earlier event of the Session.
+// PrevHeader carries the Session seq (a SESSIONS stream sequence) of the
+// event it was appended after, 0 for a Session's first, so a reader can
+// tell whether it has seen every earlier event of the Session.
 const PrevHeader = "Holdover-Prev-Seq"
 
 // Log is the set of Session logs in one stream.

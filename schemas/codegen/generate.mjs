@@ -1,12 +1,15 @@
-// Generates the web Client's TypeScript types of the Session events from
-// the JSON Schema files one folder up, with json-schema-to-typescript, and
-// writes them to web/src/generated/events.ts. With --check it writes
-// nothing and fails when that file is not what the schemas generate, so a
-// schema change that was not regenerated fails `make test`.
+// Generates the web Client's TypeScript types from the JSON Schema files
+// one folder up, with json-schema-to-typescript: web/src/generated/events.ts
+// (the Session events) and web/src/generated/wire.ts (the shapes of the
+// question service and the Session's other requests the Client reads or
+// sends). With --check it writes nothing and fails when a file is not what
+// the schemas generate, so a schema change that was not regenerated fails
+// `make test`; the hand-written Client code uses or asserts these types,
+// so a change it does not follow fails `npm run typecheck`.
 //
-// One root schema names every body (EventBodies: event type → body, read
-// from event.json's dispatch) and the envelope, so every shared shape is
-// declared once.
+// Each file has one root schema naming every shape it exports (EventBodies:
+// event type → body, read from event.json's dispatch; WireShapes: schema
+// file → shape), so every shared shape is declared once.
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,7 +17,7 @@ import { compile } from "json-schema-to-typescript";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const schemas = join(here, "..");
-const target = join(here, "..", "..", "web", "src", "generated", "events.ts");
+const generated = join(here, "..", "..", "web", "src", "generated");
 
 const envelope = JSON.parse(await readFile(join(schemas, "event.json"), "utf8"));
 const properties = {};
@@ -58,6 +61,25 @@ const root = {
   additionalProperties: false,
 };
 
+// The wire shapes the web Client reads or sends, by schema file.
+const wireFiles = [
+  "kv/user-questions.json",
+  "waterfall/request.json",
+  "frames/claim.json",
+  "requests/answer.json",
+  "replies/answer.json",
+  "requests/discard.json",
+  "replies/discard.json",
+];
+const wireRoot = {
+  title: "WireShapes",
+  description: "The shapes of the question service and the Session's other requests that the web Client reads or sends, by schema file (schemas/).",
+  type: "object",
+  properties: Object.fromEntries(wireFiles.map((f) => [f, { $ref: f }])),
+  required: wireFiles,
+  additionalProperties: false,
+};
+
 const banner = `// Generated from schemas/ by schemas/codegen (json-schema-to-typescript); do not edit.
 // Run \`npm run generate\` in schemas/codegen after changing a schema.`;
 
@@ -70,17 +92,24 @@ const options = {
 markAny(envelope);
 const bodies = await compile(root, "EventBodies", { ...options, bannerComment: banner });
 const event = await compile(envelope, "Event", { ...options, bannerComment: "", declareExternallyReferenced: false });
-const out = bodies + event;
+const wire = await compile(wireRoot, "WireShapes", { ...options, bannerComment: banner });
 
+const outputs = { "events.ts": bodies + event, "wire.ts": wire };
 if (process.argv.includes("--check")) {
-  const have = await readFile(target, "utf8").catch(() => "");
-  if (have !== out) {
-    console.error(`${target} is not what the schemas generate: run \`npm run generate\` in schemas/codegen`);
-    process.exit(1);
+  let stale = false;
+  for (const [name, out] of Object.entries(outputs)) {
+    const have = await readFile(join(generated, name), "utf8").catch(() => "");
+    if (have !== out) {
+      console.error(`web/src/generated/${name} is not what the schemas generate: run \`npm run generate\` in schemas/codegen`);
+      stale = true;
+    }
   }
-  console.log("web/src/generated/events.ts matches the schemas");
+  if (stale) process.exit(1);
+  console.log("web/src/generated matches the schemas");
 } else {
-  await mkdir(dirname(target), { recursive: true });
-  await writeFile(target, out);
-  console.log("wrote web/src/generated/events.ts");
+  await mkdir(generated, { recursive: true });
+  for (const [name, out] of Object.entries(outputs)) {
+    await writeFile(join(generated, name), out);
+    console.log(`wrote web/src/generated/${name}`);
+  }
 }

@@ -1,8 +1,13 @@
-// The JSON shapes the Client reads and writes, as the Go packages define
-// them: the question types of package holdover, the Session events of
-// package events and the projection view of package projection. Field names
-// are the Go JSON tags; keep them in step with those files.
+// The JSON shapes the Client reads and writes: the question types, the
+// Session events and the projection view, as the schemas in schemas/
+// define them. These are the shapes as the Client holds them (lists never
+// null; fields it does not use left out); the checks at the end of this
+// file fail `npm run typecheck` when the schemas' generated types
+// (./generated/) change in a way they do not follow.
 
+import type { Assert, Reads } from "./conforms";
+import type * as events from "./generated/events";
+import type * as schema from "./generated/wire";
 import { isRecord, isStringArray } from "./json";
 
 /** One choice of a question. A label ending in "(Recommended)" is shown pre-selected. */
@@ -200,3 +205,21 @@ export function readQuestions(value: unknown): Question[] | undefined {
   }
   return questions;
 }
+
+// ---- checked against the schemas ----
+
+export type WireConformance = [
+  Assert<Reads<Option, schema.Option>>,
+  Assert<Reads<Question, schema.Question>>,
+  Assert<Reads<Answer, schema.Answer>>,
+  Assert<Reads<Intent, schema.Intent>>,
+  Assert<Reads<WireError, schema.WireError>>,
+  Assert<Reads<Queued, schema.Queued>>,
+  Assert<Reads<Call, schema.Call>>,
+  Assert<Reads<Settled, schema.Settled>>,
+  Assert<Reads<View, schema.View>>,
+  Assert<Reads<Part, events.Part>>,
+  Assert<Reads<Source, events.Source>>,
+  Assert<Reads<Message, events.Message>>,
+  Assert<Reads<ToolResult, events.ToolResult>>,
+];

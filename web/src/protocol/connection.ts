@@ -5,6 +5,7 @@
 // caller's business.
 
 import type { AnswerResult, Claim, ClaimHandlers, ForwardedRequest, QuestionsTransport } from "../questions/cards";
+import type { AnswerRequest, DiscardRequest } from "../generated/wire";
 import type { Answer, SessionEvent, View, WireError } from "../wire";
 import { RemoteError } from "../wire";
 import { isRecord } from "../json";
@@ -144,7 +145,8 @@ export class Connection implements QuestionsTransport {
   }
 
   async answer(session: string, callId: string, answers: Answer[]): Promise<AnswerResult> {
-    const result = await this.call(Methods.answer, { session, callId, answers });
+    const params: AnswerRequest = { session, callId, answers };
+    const result = await this.call(Methods.answer, params);
     if (!isRecord(result) || typeof result.accepted !== "boolean") {
       throw new RemoteError({ code: "BAD_RESPONSE", message: "the answer call returned no accepted flag" });
     }
@@ -152,7 +154,8 @@ export class Connection implements QuestionsTransport {
   }
 
   async discard(session: string, messageId: string): Promise<void> {
-    await this.call(Methods.discard, { session, messageId });
+    const params: DiscardRequest = { session, messageId };
+    await this.call(Methods.discard, params);
   }
 
   /** Closes the socket; the closed handler runs when it has. */

@@ -16,6 +16,8 @@
 // frame — never decide on their own that a question is answered; only the
 // projection does (C5).
 
+import type { Assert, Fields, ReadsSome } from "../conforms";
+import type { ClaimFrame, WaterfallRequest } from "../generated/wire";
 import type { Answer, Call, Intent, Question, View, WireError } from "../wire";
 import { Codes } from "../wire";
 import { channelOf } from "./cardView";
@@ -24,7 +26,7 @@ import { callDraftKey as cardKeyOf, type Draft, type DraftAnswer } from "./draft
 import { Text } from "./text";
 import { isRecord } from "../json";
 
-/** The payload of a user-questions/request Remote Event. */
+/** The payload of a user-questions/request Remote Event: the fields of the waterfall request (schemas/waterfall/request.json) a card uses. */
 export interface RequestPayload {
   questions: Question[];
   intent?: Intent;
@@ -33,6 +35,8 @@ export interface RequestPayload {
   /** The Host's original deadline of a timed wait (RFC 3339), for display only: the countdown comes from the claim (W3). */
   deadline?: string;
 }
+
+export type RequestPayloadConformance = Assert<ReadsSome<RequestPayload, WaterfallRequest>>;
 
 /** The forwarded request a card holds. */
 export interface LiveState {
@@ -445,13 +449,15 @@ class Stepper {
    */
   private claimFrame(card: CardState, live: LiveState, data: unknown): void {
     if (live.claimEnded) return;
-    if (isRecord(data) && data.closed === true) {
+    // Read by the field names of the claim frame's schema (schemas/frames/claim.json).
+    const frame: Fields<ClaimFrame> | undefined = isRecord(data) ? data : undefined;
+    if (frame?.closed === true) {
       // The Host's closing message: the stream is over, nothing to close.
       this.claimEnded(this.update(card, { live: { ...live, claimEnded: true } }), undefined);
       return;
     }
     if (live.ready || live.outcome) return;
-    const remainingMs = isRecord(data) ? data.remainingMs : undefined;
+    const remainingMs = frame?.remainingMs;
     if (typeof remainingMs !== "number" || !Number.isFinite(remainingMs) || (remainingMs < 0 && remainingMs !== noHostDeadline)) {
       this.claimFailed(card, { code: Codes.badRequest, message: "the attachWait frame carries no valid remainingMs" });
       return;

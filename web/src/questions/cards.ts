@@ -12,6 +12,8 @@
 
 import type { Answer, View } from "../wire";
 import { codeOf } from "../wire";
+import type { Assert, Reads } from "../conforms";
+import type * as schema from "../generated/wire";
 import { cardKey, emptyCards, reduceCards, type CardAction, type CardEffect, type CardsState, type RequestPayload } from "./cardState";
 import { cardView, type CardView } from "./cardView";
 import { ClaimController, type AnswerChannel, type ClaimTransport } from "./claims";
@@ -30,11 +32,13 @@ export interface ForwardedRequest {
   channel: AnswerChannel;
 }
 
-/** The result of the userQuestions.answer RPC. */
+/** The result of the userQuestions.answer RPC (schemas/replies/answer.json). */
 export interface AnswerResult {
   accepted: boolean;
   messageId?: string;
 }
+
+export type AnswerResultConformance = Assert<Reads<AnswerResult, schema.AnswerResult>>;
 
 /** What the cards need from the connection to the gateway. */
 export interface QuestionsTransport extends ClaimTransport {
