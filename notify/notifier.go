@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,6 +195,9 @@ var errConsumerStopped = errors.New("consumer stopped")
 func (n *Notifier) consume(ctx context.Context) error {
 	cons, err := n.consumer(ctx)
 	if err != nil {
+		if stillClosing(err) {
+			return errConsumerStopped
+		}
 		return holdover.Wrapf(err, holdover.CodeInternal, "create consumer %s on %s", n.cfg.Durable, streams.SessionsStream)
 	}
 	work, stopWork := context.WithCancel(ctx)
@@ -213,8 +217,12 @@ func (n *Notifier) consume(ctx context.Context) error {
 		}
 	},
 		jetstream.PullMaxMessages(256),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		jetstream.PullHeartbeat(pullHeartbeat),
+		jetstream.ConsumeErrHandler(func(cc jetstream.ConsumeContext, err error) {
 			n.log.Warn("consumer trouble", ops.Err(err))
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				go n.stopIfGone(work, cc)
+			}
 		}))
 	if err != nil {
 		return holdover.Wrapf(err, holdover.CodeInternal, "consume %s", n.cfg.Durable)
@@ -245,6 +253,29 @@ func (n *Notifier) consume(ctx context.Context) error {
 		}
 	}
 	return stopped
+}
+
+// stillClosing says a create met the consumer of the same name while the
+// server was still deleting it (a create error saying "consumer closed"): it
+// succeeds when tried again.
+func stillClosing(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeConsumerCreate && strings.Contains(api.Description, "consumer closed")
+}
+
+// pullHeartbeat is how often the server shows a waiting pull is alive;
+// two missed say the pull went unheard.
+const pullHeartbeat = time.Second
+
+// stopIfGone stops cc when its consumer no longer exists. A consumer
+// deleted while a pull waits on it ends the pull with a status and so the
+// consumption, but one deleted between pulls leaves the next pull
+// unanswered, with only missed heartbeats to show for it; Run then
+// creates the consumer again instead of pulling from nothing.
+func (n *Notifier) stopIfGone(ctx context.Context, cc jetstream.ConsumeContext) {
+	if _, err := n.streams.Consumer(ctx, n.cfg.Durable); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		cc.Stop()
+	}
 }
 
 // consumer creates the consumer, or updates it to this notifier's
