@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: build dev test test-go test-web test-schemas vet tidy
+.PHONY: build dev test test-go test-web test-schemas test-sdk vet tidy
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -31,4 +31,10 @@ test-web:
 test-schemas:
 	cd schemas/codegen && npm ci --no-audit --no-fund && npm run check
 
-test: tidy vet test-schemas test-web test-go
+# The TypeScript agent SDK: type check, and its unit tests against a real
+# `holdover dev` (vitest builds and starts it). Its build (dist/) is what the
+# conformance suite in test-go runs behind its TypeScript runner.
+test-sdk:
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm run typecheck && npm test && npm run build
+
+test: tidy vet test-schemas test-web test-sdk test-go

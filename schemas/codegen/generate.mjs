@@ -1,8 +1,10 @@
-// Generates the web Client's TypeScript types of the Session events from
-// the JSON Schema files one folder up, with json-schema-to-typescript, and
-// writes them to web/src/generated/events.ts. With --check it writes
-// nothing and fails when that file is not what the schemas generate, so a
-// schema change that was not regenerated fails `make test`.
+// Generates the TypeScript types of the Session events from the JSON Schema
+// files one folder up, with json-schema-to-typescript, and writes them for
+// each TypeScript package that reads the wire: the web Client
+// (web/src/generated/events.ts) and the agent SDK
+// (sdk/typescript/src/generated/events.ts). With --check it writes nothing
+// and fails when a file is not what the schemas generate, so a schema
+// change that was not regenerated fails `make test`.
 //
 // One root schema names every body (EventBodies: event type → body, read
 // from event.json's dispatch) and the envelope, so every shared shape is
@@ -14,7 +16,8 @@ import { compile } from "json-schema-to-typescript";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const schemas = join(here, "..");
-const target = join(here, "..", "..", "web", "src", "generated", "events.ts");
+const repo = join(here, "..", "..");
+const targets = ["web/src/generated/events.ts", "sdk/typescript/src/generated/events.ts"];
 
 const envelope = JSON.parse(await readFile(join(schemas, "event.json"), "utf8"));
 const properties = {};
@@ -72,15 +75,22 @@ const bodies = await compile(root, "EventBodies", { ...options, bannerComment: b
 const event = await compile(envelope, "Event", { ...options, bannerComment: "", declareExternallyReferenced: false });
 const out = bodies + event;
 
-if (process.argv.includes("--check")) {
-  const have = await readFile(target, "utf8").catch(() => "");
-  if (have !== out) {
-    console.error(`${target} is not what the schemas generate: run \`npm run generate\` in schemas/codegen`);
-    process.exit(1);
+const check = process.argv.includes("--check");
+let stale = false;
+for (const target of targets) {
+  const file = join(repo, target);
+  if (check) {
+    const have = await readFile(file, "utf8").catch(() => "");
+    if (have !== out) {
+      console.error(`${target} is not what the schemas generate: run \`npm run generate\` in schemas/codegen`);
+      stale = true;
+    } else {
+      console.log(`${target} matches the schemas`);
+    }
+  } else {
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, out);
+    console.log(`wrote ${target}`);
   }
-  console.log("web/src/generated/events.ts matches the schemas");
-} else {
-  await mkdir(dirname(target), { recursive: true });
-  await writeFile(target, out);
-  console.log("wrote web/src/generated/events.ts");
 }
+if (stale) process.exit(1);
