@@ -5,10 +5,10 @@
 // child Sessions, and joins the resume pool.
 
 import { createHash } from "node:crypto";
-import { Code, HoldoverError, wire } from "./errors.js";
+import { Code, HoldoverError, wire, wrap } from "./errors.js";
 import { Lease, releaseBound } from "./lease.js";
 import { Registry } from "./liveroot.js";
-import { ResumeQueue, ResumeSubject, checkSession } from "./names.js";
+import { ResumeQueue, ResumeSubject, checkSession, inboxSubject } from "./names.js";
 import { decoder, encoder, openConn, type Conn, type ConnectOptions } from "./nats.js";
 import { Caller } from "./caller.js";
 import { SessionLog } from "./sessionlog.js";
@@ -150,6 +150,20 @@ export class Runtime {
     await this.conn.nc.flush();
     this.info("joined the resume pool", { subject: ResumeSubject, lease: this.rootLease.name });
     return () => sub.unsubscribe();
+  }
+
+  /**
+   * Queues an ordinary user message in sid's inbox; its live root admits it
+   * at the next step boundary, or starts a Turn with it when idle. The same
+   * id queues the message once (Nats-Msg-Id), so a restart cannot queue a
+   * prompt twice. Returns the message id.
+   */
+  async steer(sid: string, text: string, id = newID("msg")): Promise<string> {
+    const message = { id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } };
+    await this.conn.js.publish(inboxSubject(sid), encoder.encode(JSON.stringify(message)), { msgID: id }).catch((err: unknown) => {
+      throw wrap(err, Code.Internal, `queue message ${id} in the inbox of session ${sid}`);
+    });
+    return id;
   }
 
   /** Ends the leases and closes the connection. Release the Sessions first. */
