@@ -78,7 +78,7 @@ var tsBuild struct {
 // tsRunner builds sdk/typescript (tsc) and returns its runner script. Without
 // sdk/typescript/node_modules (`make test-sdk` runs npm ci) the TypeScript
 // runtime is skipped on a developer's machine and fails with CI=true.
-func tsRunner(t *testing.T) string {
+func tsRunner(t testing.TB) string {
 	t.Helper()
 	_, here, _, _ := runtime.Caller(0)
 	pkg := filepath.Join(filepath.Dir(here), "..", "sdk", "typescript")
