@@ -72,14 +72,14 @@ func BenchmarkConformanceAskLatency(b *testing.B) {
 	b.StopTimer()
 	goAsker, tsAsker := askers[0], askers[1]
 	for _, leg := range []struct {
-		name   string
-		go_, ts []time.Duration
+		name             string
+		goTimes, tsTimes []time.Duration
 	}{{"deliver", goAsker.deliver, tsAsker.deliver}, {"answer", goAsker.answer, tsAsker.answer}} {
 		for _, q := range []struct {
 			name string
 			q    float64
 		}{{"p50", 0.5}, {"p99", 0.99}} {
-			g, t := fgQuantile(leg.go_, q.q), fgQuantile(leg.ts, q.q)
+			g, t := fgQuantile(leg.goTimes, q.q), fgQuantile(leg.tsTimes, q.q)
 			b.ReportMetric(fgMicros(g), "go-"+leg.name+"-"+q.name+"-µs")
 			b.ReportMetric(fgMicros(t), "ts-"+leg.name+"-"+q.name+"-µs")
 			b.ReportMetric(float64(t)/float64(g), "ts/go-"+leg.name+"-"+q.name)
