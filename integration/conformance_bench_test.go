@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
@@ -32,12 +31,7 @@ import (
 func BenchmarkConformanceAskLatency(b *testing.B) {
 	w := newFGWorld(b) // deadlines on a fake clock never fire
 	url := w.env.Server.ClientURL()
-	responder := w.conn()
-	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
-	require.NoError(b, err)
-	require.NoError(b, responder.Flush())
-	rawConn := w.conn()
-	payload := make([]byte, 200) // about the size of a one-question request
+	roundTrip := fgRawRoundTrip(b, w)
 
 	ans := w.answerer(w.conn())
 	askers := []*benchAsker{{name: "go", sid: "bench-go"}, {name: "ts", sid: "bench-ts"}}
@@ -61,10 +55,7 @@ func BenchmarkConformanceAskLatency(b *testing.B) {
 	raw := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		start := time.Now()
-		_, err := rawConn.Request("bench.raw", payload, fgPatience)
-		require.NoError(b, err)
-		raw = append(raw, time.Since(start))
+		raw = append(raw, roundTrip())
 		for _, a := range askers {
 			a.call(b, fmt.Sprintf("c%d", i))
 		}

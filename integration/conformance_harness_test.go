@@ -258,14 +258,7 @@ func (w *confWorld) logs(t *testing.T) *runtimetest.Logs {
 // answerFirst makes a Client watching sid settle the first request it sees.
 func (w *confWorld) answerFirst(sid string, answers []holdover.Answer) <-chan error {
 	w.t.Helper()
-	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	a, err := answerer.New(w.env.Conn, answerer.Config{Log: slog.New(slog.DiscardHandler)})
-	require.NoError(w.t, err)
-	w.t.Cleanup(a.Close)
-	watch, err := a.Watch(w.ctx, sid, client)
-	require.NoError(w.t, err)
-	w.t.Cleanup(func() { _ = watch.Close(context.Background()) })
-	return client.errs
+	return answerFirstOn(w.t, w.env.Conn, sid, answers)
 }
 
 // watch records the requests and cancel notices a Client watching sid gets.
@@ -543,6 +536,18 @@ func (g *gate) await(t *testing.T, what string) {
 }
 
 func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+// awaitResult waits until sid's log holds the tool/result of callID and
+// returns it with the log.
+func (w *confWorld) awaitResult(t *testing.T, sid, callID string) (*events.ToolResult, []events.Event) {
+	t.Helper()
+	evts := w.logs(t).Await(sid, "the result of "+callID, func(evts []events.Event) bool {
+		_, _, ok := toolResult(evts, callID)
+		return ok
+	})
+	res, _, _ := toolResult(evts, callID)
+	return res, evts
+}
 
 // toolResult returns the tool/result of callID, if the log holds one.
 func toolResult(evts []events.Event, callID string) (*events.ToolResult, int, bool) {

@@ -62,24 +62,11 @@ func TestConformanceLateAnswer(t *testing.T) {
 	t.Parallel()
 	confScenario(t, func(t *testing.T, w *confWorld) {
 		working := newGate()
-		w.model.set(func(r *chatRequest) chatReply {
-			switch _, answered := r.result("call_1"); {
-			case r.replies("call_1") > 0:
-				return chatReply{text: "Thanks, switching to your answer."}
-			case answered:
-				working.pass() // the independent work, while the user answers late
-				return chatReply{text: "I went on with the parts that do not need the database."}
-			}
-			return chatReply{calls: []chatCall{askCall("call_1", 1)}}
-		})
+		w.model.set(lateAnswerScript(1, working))
 		w.session(confSession)
 		var accepted holdover.AnswerResult
 		if !confRow(t, w.rt, confRows[1], func(t *testing.T) {
-			evts := w.logs(t).Await(confSession, "the pending result", func(evts []events.Event) bool {
-				_, _, ok := toolResult(evts, "call_1")
-				return ok
-			})
-			res, _, _ := toolResult(evts, "call_1")
+			res, evts := w.awaitResult(t, confSession, "call_1")
 			require.False(t, res.IsError)
 			require.Equal(t, goPendingText(t, "call_1"), events.JoinText(res.Content))
 			working.await(t, "the next step after pending")
@@ -90,31 +77,13 @@ func TestConformanceLateAnswer(t *testing.T) {
 			return
 		}
 		confRow(t, w.rt, confRows[3], func(t *testing.T) {
-			var err error
-			accepted, err = w.answer(confSession, "call_1", sqlite)
-			require.NoError(t, err)
-			require.True(t, accepted.Accepted)
-			w.logs(t).Await(confSession, "the splice of the reply", func(evts []events.Event) bool { return spliced(evts, accepted.MessageID) })
-			_, err = w.answer(confSession, "call_1", []holdover.Answer{{ID: "db", Selected: []string{"Postgres"}}})
+			accepted = w.answerLate(t, "call_1")
+			_, err := w.answer(confSession, "call_1", []holdover.Answer{{ID: "db", Selected: []string{"Postgres"}}})
 			require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err), "%v", err)
 		})
 		working.release()
 		confRow(t, w.rt, confRows[2], func(t *testing.T) {
-			evts := w.logs(t).AwaitCount(confSession, events.TypeTurnEnd, 1)
-			admitted := admissions(evts, "call_1")
-			require.Len(t, admitted, 1, runtimetest.Describe(evts))
-			msg := evts[admitted[0]].Body.(*events.UserMessage).Message
-			require.Equal(t, accepted.MessageID, msg.ID)
-			require.Equal(t, events.TypeInboxClaimed, evts[admitted[0]-1].Type, "claimed, then admitted")
-			require.Equal(t, events.TypeStepEnd, evts[admitted[0]-2].Type, "at a step boundary")
-			require.Equal(t, events.TypeRequestHeader, evts[admitted[0]+1].Type, "before the next model request")
-			require.Equal(t, 1, claims(evts, msg.ID), "claimed once")
-			reqs := w.model.all()
-			require.Equal(t, 1, reqs[len(reqs)-1].replies("call_1"), "the model reads the reply once")
-			view := projected(t, w, confSession)
-			require.Len(t, view.Settled, 1)
-			require.True(t, view.Settled[0].Late)
-			require.Equal(t, sqlite, view.Settled[0].Answers)
+			w.requireAdmittedOnce(t, "call_1", accepted.MessageID)
 		})
 		w.finish()
 	})
@@ -138,11 +107,7 @@ func TestConformanceStaleInstance(t *testing.T) {
 		})
 		w.session(confSession)
 		confRow(t, w.rt, confRows[4], func(t *testing.T) {
-			evts := w.logs(t).Await(confSession, "the refused question", func(evts []events.Event) bool {
-				_, _, ok := toolResult(evts, "call_1")
-				return ok
-			})
-			res, _, _ := toolResult(evts, "call_1")
+			res, _ := w.awaitResult(t, confSession, "call_1")
 			require.True(t, res.IsError, events.JoinText(res.Content))
 			require.NotNil(t, res.Error)
 			require.Equal(t, holdover.CodeCallerNotLive, res.Error.Code, events.JoinText(res.Content))
@@ -173,11 +138,7 @@ func TestConformanceChildIsDelegated(t *testing.T) {
 		child := runtime.ChildSession(confSession, "call_1")
 		w.sessions = append(w.sessions, child)
 		confRow(t, w.rt, confRows[5], func(t *testing.T) {
-			evts := w.logs(t).Await(child, "the child's refused question", func(evts []events.Event) bool {
-				_, _, ok := toolResult(evts, "child_1")
-				return ok
-			})
-			res, _, _ := toolResult(evts, "child_1")
+			res, _ := w.awaitResult(t, child, "child_1")
 			require.True(t, res.IsError)
 			require.NotNil(t, res.Error)
 			require.Equal(t, holdover.CodeDelegatedCaller, res.Error.Code, events.JoinText(res.Content))
@@ -200,16 +161,7 @@ func TestConformanceRuntimeKilledMidWait(t *testing.T) {
 	t.Parallel()
 	confScenario(t, func(t *testing.T, w *confWorld) {
 		working := newGate()
-		w.model.set(func(r *chatRequest) chatReply {
-			switch _, answered := r.result("call_1"); {
-			case r.replies("call_1") > 0:
-				return chatReply{text: "Thanks, switching to your answer."}
-			case answered:
-				working.pass()
-				return chatReply{text: "The question was interrupted; I went on without it."}
-			}
-			return chatReply{calls: []chatCall{askCall("call_1", 600)}}
-		})
+		w.model.set(lateAnswerScript(600, working))
 		rec := w.watch(confSession)
 		first := w.session(confSession, "--pool")
 		other := w.runner("--pool")
@@ -239,29 +191,16 @@ func TestConformanceRuntimeKilledMidWait(t *testing.T) {
 			return
 		}
 		confRow(t, w.rt, confRows[7], func(t *testing.T) {
-			evts := w.logs(t).Await(confSession, "the repaired call", func(evts []events.Event) bool {
-				_, _, ok := toolResult(evts, "call_1")
-				return ok
-			})
-			res, _, _ := toolResult(evts, "call_1")
+			res, _ := w.awaitResult(t, confSession, "call_1")
 			require.Equal(t, &events.ToolResult{
 				Turn: res.Turn, CallID: "call_1", Name: holdover.ToolName, Content: events.Text(runtime.InterruptedText),
 				IsError: true, Error: &events.ToolError{Code: holdover.CodeToolOutcomeUnknown},
 			}, res)
 			working.await(t, "the step after the repair")
 			require.Equal(t, projection.Continued, projected(t, w, confSession).Active[0].Status)
-			accepted, err := w.answer(confSession, "call_1", sqlite)
-			require.NoError(t, err)
-			require.True(t, accepted.Accepted)
-			w.logs(t).Await(confSession, "the splice of the reply", func(evts []events.Event) bool { return spliced(evts, accepted.MessageID) })
+			accepted := w.answerLate(t, "call_1")
 			working.release()
-			evts = w.logs(t).AwaitCount(confSession, events.TypeTurnEnd, 1)
-			admitted := admissions(evts, "call_1")
-			require.Len(t, admitted, 1, runtimetest.Describe(evts))
-			require.Equal(t, accepted.MessageID, evts[admitted[0]].Body.(*events.UserMessage).Message.ID)
-			view := projected(t, w, confSession)
-			require.Len(t, view.Settled, 1)
-			require.True(t, view.Settled[0].Late)
+			w.requireAdmittedOnce(t, "call_1", accepted.MessageID)
 		})
 		working.release()
 		w.finish()
@@ -301,6 +240,56 @@ func TestConformanceWorkerKilledMidWait(t *testing.T) {
 		})
 		w.finish()
 	})
+}
+
+// lateAnswerScript asks call_1 with timeout seconds; once its result is
+// in, the next request waits at working (the agent's independent work,
+// while the user answers late); once the late reply is in, it thanks.
+func lateAnswerScript(timeout int, working *gate) func(r *chatRequest) chatReply {
+	return func(r *chatRequest) chatReply {
+		switch _, answered := r.result("call_1"); {
+		case r.replies("call_1") > 0:
+			return chatReply{text: "Thanks, switching to your answer."}
+		case answered:
+			working.pass()
+			return chatReply{text: "I went on with the parts that do not need the answer."}
+		}
+		return chatReply{calls: []chatCall{askCall("call_1", timeout)}}
+	}
+}
+
+// answerLate answers callID late with sqlite, requires it accepted, and
+// waits until the runtime spliced the reply.
+func (w *confWorld) answerLate(t *testing.T, callID string) holdover.AnswerResult {
+	t.Helper()
+	res, err := w.answer(confSession, callID, sqlite)
+	require.NoError(t, err)
+	require.True(t, res.Accepted)
+	w.logs(t).Await(confSession, "the splice of the reply", func(evts []events.Event) bool { return spliced(evts, res.MessageID) })
+	return res
+}
+
+// requireAdmittedOnce waits for the Turn's end and checks that the late
+// reply messageID to callID was claimed and admitted once, at a step
+// boundary before the next model request, read by the model once, and
+// settled the question late (D5, D8).
+func (w *confWorld) requireAdmittedOnce(t *testing.T, callID, messageID string) {
+	t.Helper()
+	evts := w.logs(t).AwaitCount(confSession, events.TypeTurnEnd, 1)
+	admitted := admissions(evts, callID)
+	require.Len(t, admitted, 1, runtimetest.Describe(evts))
+	at := admitted[0]
+	require.Equal(t, messageID, evts[at].Body.(*events.UserMessage).Message.ID)
+	require.Equal(t, events.TypeInboxClaimed, evts[at-1].Type, "claimed, then admitted")
+	require.Equal(t, events.TypeStepEnd, evts[at-2].Type, "at a step boundary")
+	require.Equal(t, events.TypeRequestHeader, evts[at+1].Type, "before the next model request")
+	require.Equal(t, 1, claims(evts, messageID), "claimed once")
+	reqs := w.model.all()
+	require.Equal(t, 1, reqs[len(reqs)-1].replies(callID), "the model reads the reply once")
+	view := projected(t, w, confSession)
+	require.Len(t, view.Settled, 1)
+	require.True(t, view.Settled[0].Late)
+	require.Equal(t, sqlite, view.Settled[0].Answers)
 }
 
 // projected waits until the stored projection of sid equals the fold of

@@ -45,18 +45,7 @@ func fgMicros(d time.Duration) float64 { return float64(d) / float64(time.Micros
 // 3× the round trip, p99 under 2 ms.
 func BenchmarkForegroundLatency(b *testing.B) {
 	w := newFGWorld(b) // deadlines on a fake clock never fire
-	responder := w.conn()
-	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
-	require.NoError(b, err)
-	require.NoError(b, responder.Flush())
-	caller := w.conn()
-	payload := make([]byte, 200) // about the size of a one-question request
-	roundTrip := func() time.Duration {
-		start := time.Now()
-		_, err := caller.Request("bench.raw", payload, fgPatience)
-		require.NoError(b, err)
-		return time.Since(start)
-	}
+	roundTrip := fgRawRoundTrip(b, w)
 
 	client := &fgAutoAnswer{b: b, answered: make(chan [2]time.Time, 1)}
 	watch, err := w.answerer(w.conn()).Watch(context.Background(), "bench", client)
@@ -100,6 +89,24 @@ func BenchmarkForegroundLatency(b *testing.B) {
 	}
 	b.ReportMetric(fgMicros(rawP50), "raw-rtt-p50-µs")
 	b.ReportMetric(fgMicros(rawP99), "raw-rtt-p99-µs")
+}
+
+// fgRawRoundTrip returns a core request-reply round trip between two
+// connections of w's server, the primitive the foreground path is built
+// on: the scale its latency benchmarks report against.
+func fgRawRoundTrip(b *testing.B, w *fgWorld) func() time.Duration {
+	responder := w.conn()
+	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
+	require.NoError(b, err)
+	require.NoError(b, responder.Flush())
+	caller := w.conn()
+	payload := make([]byte, 200) // about the size of a one-question request
+	return func() time.Duration {
+		start := time.Now()
+		_, err := caller.Request("bench.raw", payload, fgPatience)
+		require.NoError(b, err)
+		return time.Since(start)
+	}
 }
 
 // fgAutoAnswer is a Client that answers every request the moment it is

@@ -202,22 +202,28 @@ export class Session {
     this.discards = this.deps.conn.nc.subscribe(discardSubject(this.id), {
       callback: (err, m) => {
         if (err) return;
-        void (async () => {
-          let reply: DiscardReply = {};
-          try {
-            const req = JSON.parse(decoder.decode(m.data)) as DiscardRequest;
-            if (typeof req.messageId !== "string" || req.messageId === "") {
-              throw new HoldoverError(Code.BadRequest, `a discard request is {"messageId": "…", "reason"?: "…"}`);
-            }
-            await this.discard(req.messageId, req.reason || undefined);
-          } catch (e) {
-            reply = { error: wire(e instanceof SyntaxError ? new HoldoverError(Code.BadRequest, `a discard request is {"messageId": "…", "reason"?: "…"}`) : e) };
-          }
-          m.respond(encoder.encode(JSON.stringify(reply)));
-        })();
+        void this.serveDiscard(m.data).then((reply) => m.respond(encoder.encode(JSON.stringify(reply))));
       },
     });
     await this.deps.conn.nc.flush();
+  }
+
+  /** Answers one discard request: `{}`, or the error that refused it. */
+  private async serveDiscard(data: Uint8Array): Promise<DiscardReply> {
+    const malformed = new HoldoverError(Code.BadRequest, `a discard request is {"messageId": "…", "reason"?: "…"}`);
+    let req: DiscardRequest;
+    try {
+      req = JSON.parse(decoder.decode(data)) as DiscardRequest;
+    } catch {
+      return { error: wire(malformed) };
+    }
+    if (typeof req?.messageId !== "string" || req.messageId === "") return { error: wire(malformed) };
+    try {
+      await this.discard(req.messageId, req.reason || undefined);
+      return {};
+    } catch (e) {
+      return { error: wire(e) };
+    }
   }
 
   /** Stops reading the inbox and serving discards. Releases nothing: see Runtime.release. */

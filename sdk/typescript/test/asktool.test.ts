@@ -12,6 +12,14 @@ const unused: Asker = {
   askTimed: () => Promise.reject(new Error("not called")),
 };
 
+/** A live root of a fresh Session and the timed tool on its runtime. */
+async function timedAsk() {
+  const rt = await runtime();
+  const sid = sessionId();
+  const s = await rt.open(sid);
+  return { rt, sid, s, tool: new AskUserQuestion(rt.caller, { mode: "timed" }) };
+}
+
 describe("ask_user_question", () => {
   it("offers timeout only in timed mode, with the configured default (M1, M2)", () => {
     const legacy = new AskUserQuestion(unused).schema();
@@ -39,11 +47,8 @@ describe("ask_user_question", () => {
   });
 
   it("returns the answer batch when a Client answers in time (M7)", async () => {
-    const rt = await runtime();
-    const sid = sessionId();
-    const s = await rt.open(sid);
+    const { rt, sid, s, tool } = await timedAsk();
     const client = await answeringClient(await plainConn(), sid, [{ id: "db", selected: ["SQLite"] }]);
-    const tool = new AskUserQuestion(rt.caller, { mode: "timed" });
     const out = await tool.call({ session: sid, callId: "call_1", agent: s.ref, arguments: { questions, timeout: 30 } });
     expect(out).toEqual({ text: '{"answers":[{"id":"db","selected":["SQLite"]}]}' });
     expect(client.requests).toMatchObject([{ session: sid, callId: "call_1", questions, wait: { callId: "call_1", timed: true } }]);
@@ -52,10 +57,7 @@ describe("ask_user_question", () => {
   });
 
   it("returns pending when no batch arrives in time (M6)", async () => {
-    const rt = await runtime();
-    const sid = sessionId();
-    const s = await rt.open(sid);
-    const tool = new AskUserQuestion(rt.caller, { mode: "timed" });
+    const { rt, sid, s, tool } = await timedAsk();
     const out = await tool.call({ session: sid, callId: "call_2", agent: s.ref, arguments: { questions, timeout: 1 } });
     expect(out).toEqual(pendingResult("call_2"));
     expect(JSON.parse(out.text)).toMatchObject({ pending: true, callId: "call_2", message: expect.stringContaining("not a skipped answer") });
@@ -63,12 +65,9 @@ describe("ask_user_question", () => {
   });
 
   it("is refused CALLER_NOT_LIVE for a stale instance and DELEGATED_CALLER for a child (M9)", async () => {
-    const rt = await runtime();
+    const { sid, s: stale, tool } = await timedAsk();
     const other = await runtime();
-    const sid = sessionId();
-    const stale = await rt.open(sid);
     const live = await other.open(sid);
-    const tool = new AskUserQuestion(rt.caller, { mode: "timed" });
     const out = await tool.call({ session: sid, callId: "c1", agent: stale.ref, arguments: { questions, timeout: 5 } });
     expect(out).toMatchObject({ isError: true, code: Code.CallerNotLive });
     const child = await other.openChild(live, "call_7");
@@ -80,11 +79,8 @@ describe("ask_user_question", () => {
   });
 
   it("aborts the wait when its signal aborts: ASK_ABORTED, and the worker ends it (W5)", async () => {
-    const rt = await runtime();
-    const sid = sessionId();
-    const s = await rt.open(sid);
+    const { rt, sid, s, tool } = await timedAsk();
     const client = await answeringClient(await plainConn(), sid, null);
-    const tool = new AskUserQuestion(rt.caller, { mode: "timed" });
     const turn = new AbortController();
     const pending = tool.call({ session: sid, callId: "call_3", agent: s.ref, arguments: { questions, timeout: 600 } }, turn.signal);
     await eventually(() => client.requests.length === 1, "the request reached the Client");
@@ -95,11 +91,8 @@ describe("ask_user_question", () => {
   });
 
   it("asks a keyed blocking question for timeout -1 (M3)", async () => {
-    const rt = await runtime();
-    const sid = sessionId();
-    const s = await rt.open(sid);
+    const { rt, sid, s, tool } = await timedAsk();
     const client = await answeringClient(await plainConn(), sid, [{ id: "db", selected: [], custom: "DuckDB" }]);
-    const tool = new AskUserQuestion(rt.caller, { mode: "timed" });
     const out = await tool.call({ session: sid, callId: "call_4", agent: s.ref, arguments: { questions, timeout: -1 } });
     expect(out.text).toBe('{"answers":[{"id":"db","selected":[],"custom":"DuckDB"}]}');
     expect(client.requests).toMatchObject([{ wait: { callId: "call_4" } }]);
