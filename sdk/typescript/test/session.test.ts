@@ -126,4 +126,15 @@ describe("a Session's live root", () => {
     await rt.close();
     await eventually(async () => jsm.consumers.info("CLAIMS", rt.rootLeaseName).then(() => false, () => true), "the lease is gone");
   });
+
+  it("keeps every reply and deliver subject under a role's own inbox prefix", async () => {
+    const rt = await runtime({ inboxPrefix: "_INBOX.agent-role" });
+    const jsm = await jetstream(await plainConn()).jetstreamManager();
+    for (const lease of [rt.rootLeaseName, rt.caller.leaseName]) {
+      expect((await jsm.consumers.info("CLAIMS", lease)).config.deliver_subject).toMatch(/^_INBOX\.agent-role\./);
+    }
+    const s = await rt.open(sessionId()); // the registry, the log and the inbox reader, all answered under the prefix
+    await s.beginTurn();
+    await rt.release(s);
+  });
 });
