@@ -90,7 +90,7 @@ export async function runAgent(rt: Runtime, session: Session, opts: AgentOptions
       if (codeOf(err) !== Code.Conflict) throw err;
       await session.checkLive();
       rt.warn("another writer appended to the Session log; rebuilding from it", { session: session.id });
-      await session.load();
+      await session.rebuild();
     }
   }
 }

@@ -190,6 +190,8 @@ export class Caller {
     }
 
     let lost = false;
+    let done = false;
+    let unwatch = () => {};
     let overdue = false;
     let abortedNow = false;
     const onAbort = () => {
@@ -209,11 +211,16 @@ export class Caller {
           if (acc) {
             pc.worker = acc.owner;
             pc.requestId = acc.requestId;
-            void this.watchWorker(acc.owner).then((w) =>
-              w.lost.then(() => {
-                lost = true;
-                pc.wake();
-              }),
+            this.watchWorker(acc.owner).then(
+              (w) => {
+                const off = w.onLost(() => {
+                  lost = true;
+                  pc.wake();
+                });
+                if (done) off();
+                else unwatch = off;
+              },
+              (err: unknown) => this.warn("watch worker lease", { lease: acc.owner, err }), // the backstop and reconnects still decide
             );
             continue;
           }
@@ -237,6 +244,8 @@ export class Caller {
         await new Promise<void>((resolve) => (pc.wake = resolve));
       }
     } finally {
+      done = true;
+      unwatch();
       signal?.removeEventListener("abort", onAbort);
       backstop?.stop();
     }

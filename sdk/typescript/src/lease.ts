@@ -100,6 +100,11 @@ async function deleteLease(conn: Conn, name: string): Promise<void> {
 export interface LeaseWatch {
   /** Resolves once the lease is gone. */
   readonly lost: Promise<void>;
+  /**
+   * Calls fn once the lease is gone (at once if it is), until the returned
+   * function is called: a kept watch outlives the many calls that follow it.
+   */
+  onLost(fn: () => void): () => void;
   /** Whether a lookup found it and it has not ended since. */
   alive(): boolean;
   /** Looks the lease up again: after a reconnect, advisories sent meanwhile never arrive. */
@@ -117,11 +122,14 @@ export async function watchLease(conn: Conn, name: string, onError: (err: unknow
   let found = false;
   let resolve!: () => void;
   const lost = new Promise<void>((r) => (resolve = r));
+  const listeners = new Set<() => void>();
   const end = () => {
     if (ended) return;
     ended = true;
     sub.unsubscribe();
     resolve();
+    for (const fn of listeners) fn();
+    listeners.clear();
   };
   const sub = conn.nc.subscribe(deletedAdvisory(name), { callback: () => end() });
   const check = async () => {
@@ -135,6 +143,14 @@ export async function watchLease(conn: Conn, name: string, onError: (err: unknow
   await check();
   return {
     lost,
+    onLost: (fn) => {
+      if (ended) {
+        fn();
+        return () => {};
+      }
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
     alive: () => found && !ended,
     recheck: check,
     stop: () => {

@@ -84,6 +84,19 @@ export class Session {
     }
   }
 
+  /**
+   * Starts over from the log after another writer appended (an append lost
+   * with CONFLICT): the inbox is read again from the last splice the log
+   * holds, since a message whose splice lost is in no log, then the state
+   * is rebuilt and repaired as at open.
+   */
+  async rebuild(): Promise<void> {
+    await this.stopReading();
+    this.failure = undefined;
+    await this.load();
+    await this.serve();
+  }
+
   /** Records an event after the log's last one and folds it. */
   record<T extends EventType>(type: T, data: EventBodies[T]): Promise<number> {
     return this.locked(() => this.append(type, data));
@@ -230,6 +243,10 @@ export class Session {
   async stop(): Promise<void> {
     this.closed = true;
     this.wakeAll();
+    await this.stopReading();
+  }
+
+  private async stopReading(): Promise<void> {
     this.discards?.unsubscribe();
     await this.reader?.close().catch(() => undefined);
   }
