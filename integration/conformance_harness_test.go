@@ -343,8 +343,8 @@ func (pendingService) AskTimed(context.Context, holdover.AskTimedRequest) (holdo
 	return holdover.Outcome{Pending: true}, nil
 }
 
-// requireGoSchema checks that the runtime offered ask_user_question exactly
-// as the Go tool does, in every request/header of sid.
+// requireGoSchema checks that the runtime offered ask_user_question byte for
+// byte as the Go tool does, in every request/header of the log.
 func requireGoSchema(t *testing.T, evts []events.Event) {
 	t.Helper()
 	want := goAskTool(t).Schema()
@@ -360,7 +360,7 @@ func requireGoSchema(t *testing.T, evts []events.Event) {
 			if tool.Name == holdover.ToolName {
 				found = true
 				require.Equal(t, want.Description, tool.Description)
-				require.JSONEq(t, string(want.InputSchema), string(tool.InputSchema))
+				require.Equal(t, string(want.InputSchema), string(tool.InputSchema), "the same bytes")
 			}
 		}
 		require.True(t, found, "request/header %d offers no %s", e.Seq, holdover.ToolName)
