@@ -99,4 +99,19 @@ describe("ask_user_question", () => {
     expect((client.requests[0] as { wait: object }).wait).not.toHaveProperty("timed");
     await rt.release(s);
   });
+
+  it("asks a legacy question unkeyed and blocking, and fails NO_PROVIDER with nobody to answer (M1, W6)", async () => {
+    const rt = await runtime();
+    const sid = sessionId();
+    const s = await rt.open(sid);
+    const legacy = new AskUserQuestion(rt.caller);
+    const alone = await legacy.call({ session: sid, callId: "call_5", agent: s.ref, arguments: { questions } });
+    expect(alone).toMatchObject({ isError: true, code: Code.NoProvider, text: expect.stringContaining("Nobody can answer questions in this Session right now") });
+    const client = await answeringClient(await plainConn(), sid, [{ id: "db", selected: ["Postgres"] }]);
+    const out = await legacy.call({ session: sid, callId: "call_6", agent: s.ref, arguments: { questions } });
+    expect(out.text).toBe('{"answers":[{"id":"db","selected":["Postgres"]}]}');
+    expect(client.requests).toHaveLength(1);
+    expect(client.requests[0]).not.toHaveProperty("wait"); // untracked: no call id, no wait (M1)
+    await rt.release(s);
+  });
 });
