@@ -1,0 +1,71 @@
+// What the SDK's tests share: a runtime on the dev server, fresh Session
+// ids, polling the log, and a Client that answers foreground requests as
+// the web Client does (a waterfall outcome on the request's reply subject).
+
+import { inject, onTestFinished } from "vitest";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { randomBytes } from "node:crypto";
+import { Runtime, type RuntimeOptions } from "../src/index.js";
+import type { Answer } from "../src/wire.js";
+import type { LoggedEvent, OtherEvent } from "../src/sessionlog.js";
+
+export const natsURL = (): string => inject("natsURL");
+
+/** A runtime on its own connection, closed when the test ends. */
+export async function runtime(opts: Partial<RuntimeOptions> = {}): Promise<Runtime> {
+  const rt = await Runtime.connect({ servers: natsURL(), releaseBoundMs: 1000, warn: () => {}, ...opts });
+  onTestFinished(() => rt.close());
+  return rt;
+}
+
+/** A plain connection, as another process would have, closed when the test ends. */
+export async function plainConn(): Promise<NatsConnection> {
+  const nc = await connect({ servers: natsURL() });
+  onTestFinished(() => nc.close());
+  return nc;
+}
+
+export const sessionId = (): string => "ts-" + randomBytes(6).toString("hex");
+
+/** Polls the Session log until done holds, and returns it. */
+export async function awaitLog(rt: Runtime, sid: string, done: (log: Array<LoggedEvent | OtherEvent>) => boolean, what: string): Promise<Array<LoggedEvent | OtherEvent>> {
+  const until = Date.now() + 15_000;
+  for (;;) {
+    const log = await rt.log.read(sid);
+    if (done(log)) return log;
+    if (Date.now() > until) throw new Error(`waiting for ${what}; the log is ${JSON.stringify(log.map((e) => e.type))}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const types = (log: Array<{ type: string }>): string[] => log.map((e) => e.type);
+
+/**
+ * A Client watching sid: settles each foreground request with answers,
+ * as the web Client does, and reports each cancel notice's reason.
+ */
+export async function answeringClient(nc: NatsConnection, sid: string, answers: Answer[] | null): Promise<{ requests: unknown[]; cancels: string[] }> {
+  const seen = { requests: [] as unknown[], cancels: [] as string[] };
+  nc.subscribe(`holdover.session.${sid}.ask`, {
+    callback: (_err, m) => {
+      seen.requests.push(m.json());
+      if (answers) m.respond(JSON.stringify({ kind: "settle", answers }));
+    },
+  });
+  nc.subscribe(`holdover.session.${sid}.ask.cancel`, {
+    callback: (_err, m) => {
+      seen.cancels.push((m.json() as { reason: string }).reason);
+    },
+  });
+  await nc.flush();
+  return seen;
+}
+
+export async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`never: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
