@@ -4,7 +4,7 @@
 // <result>" in CLOCK_MONOTONIC nanoseconds (process.hrtime), the clock the
 // benchmark and the Go asker (faultproc asker) read too.
 //
-//   node dist/conformance/asker.js --nats URL --session S --instance I --epoch E
+//   node dist/conformance/asker.js --nats URL [--creds agent.creds] --session S --instance I --epoch E
 
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
@@ -13,6 +13,7 @@ import { Runtime } from "../src/index.js";
 const { values: flags } = parseArgs({
   options: {
     nats: { type: "string", default: "nats://127.0.0.1:4222" },
+    creds: { type: "string", default: "" },
     session: { type: "string", default: "" },
     instance: { type: "string", default: "" },
     epoch: { type: "string", default: "0" },
@@ -20,7 +21,7 @@ const { values: flags } = parseArgs({
   },
 });
 
-const rt = await Runtime.connect({ servers: flags.nats, releaseBoundMs: Number(flags.bound) });
+const rt = await Runtime.connect({ servers: flags.nats, ...(flags.creds ? { creds: flags.creds } : {}), releaseBoundMs: Number(flags.bound) });
 const agent = { instance: flags.instance, epoch: Number(flags.epoch) };
 const questions = [{ id: "deploy", question: "Deploy to production now?", options: [{ label: "yes" }, { label: "no" }] }];
 process.stdout.write("ready\n");

@@ -1,19 +1,23 @@
 // The conformance suite's TypeScript runner: the SDK behind the same
 // command line as the Go runtime's `holdover agent`, so one driver starts
-// either (integration/conformance_test.go). It serves --session (queuing
-// --prompt when the Session is new) and, with --pool, resume requests,
-// with an OpenAI-compatible model at --model-url, until SIGTERM.
+// either (integration/conformance_test.go). It connects with --creds (the
+// agent role's), serves --session (queuing --prompt when the Session is
+// new, on --prompt-creds: an agent may not write an inbox) and, with
+// --pool, resume requests, with an OpenAI-compatible model at --model-url,
+// until SIGTERM.
 //
-//   node dist/conformance/runner.js --nats URL [--session S --prompt P] [--pool]
+//   node dist/conformance/runner.js --nats URL [--creds agent.creds] [--session S --prompt P --prompt-creds admin.creds] [--pool]
 //        --model-url URL --model NAME [--ask-mode timed] [--ask-timeout 120] [--release-bound 1s]
 
 import { parseArgs } from "node:util";
-import { Runtime, askUserQuestionTool, runAgent, subagentTool, type Session, type Tool } from "../src/index.js";
+import { Runtime, askUserQuestionTool, runAgent, steer, subagentTool, type Session, type Tool } from "../src/index.js";
 import { OpenAIModel } from "../src/openai.js";
 
 const { values: flags } = parseArgs({
   options: {
     nats: { type: "string", default: "nats://127.0.0.1:4222" },
+    creds: { type: "string", default: process.env.HOLDOVER_NATS_CREDS ?? "" },
+    "prompt-creds": { type: "string", default: "" },
     session: { type: "string", default: "" },
     prompt: { type: "string", default: "" },
     pool: { type: "boolean", default: false },
@@ -41,6 +45,7 @@ const line = (level: string) => (msg: string, fields: Record<string, unknown> = 
 
 const rt = await Runtime.connect({
   servers: flags.nats,
+  ...(flags.creds ? { creds: flags.creds } : {}),
   releaseBoundMs: duration(flags["release-bound"]),
   warn: line("WARN"),
   info: line("INFO"),
@@ -74,7 +79,8 @@ if (flags.pool) await rt.joinPool(async (sid) => void (await start(sid)));
 if (flags.session) {
   const empty = (await rt.log.last(flags.session)) === 0;
   await start(flags.session);
-  if (flags.prompt && empty) await rt.steer(flags.session, flags.prompt, `prompt-${flags.session}`);
+  const promptCreds = flags["prompt-creds"] || flags.creds;
+  if (flags.prompt && empty) await steer({ servers: flags.nats, ...(promptCreds ? { creds: promptCreds } : {}) }, flags.session, flags.prompt, `prompt-${flags.session}`);
 }
 
 process.once("SIGTERM", () => {

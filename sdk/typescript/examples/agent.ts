@@ -2,18 +2,26 @@
 // Completions model (OpenAI, DeepSeek, vLLM, Ollama): it serves one Session
 // as its live root and the resume pool, asks timed questions, keeps
 // working when one goes pending, and takes the late answer at its next
-// step. Against `holdover dev` (NATS on 127.0.0.1:4222):
+// step. Against `holdover dev` (NATS on 127.0.0.1:4222, credentials in
+// .holdover/auth/tenants/default/: the agent's to run, an admin's to queue
+// the prompt, since an agent may not write an inbox):
 //
 //   OPENAI_BASE_URL=https://api.deepseek.com/v1 OPENAI_API_KEY=… OPENAI_MODEL=deepseek-chat \
-//     npm run example -- --session ts-demo --prompt "Plan a new service; ask me what you need."
+//     npm run example -- --creds ../../.holdover/auth/tenants/default/agent.creds \
+//       --prompt-creds ../../.holdover/auth/tenants/default/admin.creds \
+//       --session ts-demo --prompt "Plan a new service; ask me what you need."
 
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
-import { Runtime, askUserQuestionTool, runAgent, type Model, type Session } from "@holdover/agent";
+import { Runtime, askUserQuestionTool, runAgent, steer, type Model, type Session } from "@holdover/agent";
 import { OpenAIModel, openAIFromEnv } from "@holdover/agent/openai";
 
 export interface ExampleOptions {
   nats: string;
+  /** The agent role's credentials file; none on a server without authentication. */
+  creds?: string;
+  /** Credentials that may queue the prompt (an admin's); default creds. */
+  promptCreds?: string;
   session: string;
   prompt: string;
   model: Model;
@@ -30,7 +38,7 @@ const system =
 
 /** Runs the agent until the signal aborts, then releases the Session and closes. */
 export async function runExample(opts: ExampleOptions): Promise<void> {
-  const rt = await Runtime.connect({ servers: opts.nats, info: (msg, f) => console.error(msg, f ?? "") });
+  const rt = await Runtime.connect({ servers: opts.nats, ...credsOf(opts.creds), info: (msg, f) => console.error(msg, f ?? "") });
   const tools = [askUserQuestionTool(rt, { mode: "timed", defaultTimeout: opts.askTimeout ?? 120 })];
   const sessions = new Set<Promise<void>>();
   const serve = async (sid: string) => {
@@ -44,7 +52,7 @@ export async function runExample(opts: ExampleOptions): Promise<void> {
   // A late answer for a Session nobody runs any more resumes it here (D7).
   const leave = await rt.joinPool(async (sid) => void (await serve(sid)));
   const s = await serve(opts.session);
-  if (s.last === 0) await rt.steer(opts.session, opts.prompt, `prompt-${opts.session}`);
+  if (s.last === 0) await steer({ servers: opts.nats, ...credsOf(opts.promptCreds ?? opts.creds) }, opts.session, opts.prompt, `prompt-${opts.session}`);
   opts.ready?.(rt, s);
   await new Promise<void>((resolve) => opts.signal.addEventListener("abort", () => resolve(), { once: true }));
   leave();
@@ -52,10 +60,16 @@ export async function runExample(opts: ExampleOptions): Promise<void> {
   await rt.close();
 }
 
+function credsOf(file: string | undefined): { creds?: string } {
+  return file ? { creds: file } : {};
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
     options: {
       nats: { type: "string", default: process.env.HOLDOVER_NATS ?? "nats://127.0.0.1:4222" },
+      creds: { type: "string", default: process.env.HOLDOVER_NATS_CREDS ?? "" },
+      "prompt-creds": { type: "string", default: process.env.HOLDOVER_PROMPT_CREDS ?? "" },
       session: { type: "string", default: "ts-demo" },
       prompt: { type: "string", default: "Plan a new web service. Ask me which database to use, then go on with the rest." },
       "ask-timeout": { type: "string", default: "120" },
@@ -67,6 +81,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   process.once("SIGTERM", () => stop.abort());
   await runExample({
     nats: values.nats,
+    ...(values.creds ? { creds: values.creds } : {}),
+    ...(values["prompt-creds"] ? { promptCreds: values["prompt-creds"] } : {}),
     session: values.session,
     prompt: values.prompt,
     askTimeout: Number(values["ask-timeout"]),

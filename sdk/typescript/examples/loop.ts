@@ -1,12 +1,13 @@
-import { Runtime, askUserQuestionTool, newID, text, withTurn } from "@holdover/agent";
+import { Runtime, askUserQuestionTool, newID, steer, text, withTurn } from "@holdover/agent";
 import { OpenAIModel } from "@holdover/agent/openai";
 
-const rt = await Runtime.connect({ servers: process.env.HOLDOVER_NATS ?? "nats://127.0.0.1:4222" });
+const nats = (creds = process.env.HOLDOVER_NATS_CREDS) => ({ servers: process.env.HOLDOVER_NATS ?? "nats://127.0.0.1:4222", ...(creds ? { creds } : {}) });
+const rt = await Runtime.connect(nats()); // the agent role's credentials
 const model = new OpenAIModel({ baseURL: process.env.OPENAI_BASE_URL!, apiKey: process.env.OPENAI_API_KEY, model: process.env.OPENAI_MODEL! });
 const ask = askUserQuestionTool(rt, { mode: "timed", defaultTimeout: 30 });
 const sid = process.env.SESSION ?? "ts-loop";
 const session = await rt.open(sid); // the live root: a new epoch; the log read, interrupted calls repaired
-if (session.last === 0) await rt.steer(sid, "Set up a new service. Ask me which database to use.", `prompt-${sid}`);
+if (session.last === 0) await steer(nats(process.env.HOLDOVER_PROMPT_CREDS), sid, "Set up a new service. Ask me which database to use.", `prompt-${sid}`); // an admin's
 const stop = new AbortController(); // Ctrl-C: the running question is aborted, the Session released
 process.once("SIGINT", () => stop.abort());
 

@@ -10,7 +10,7 @@ import { Code, HoldoverError, wrap } from "./errors.js";
 import { Lease, releaseBound, watchLease, type LeaseWatch } from "./lease.js";
 import { serviceSubject, workerSubject } from "./names.js";
 import { decoder, encoder, type Conn } from "./nats.js";
-import type { Accepted, Answer, AnswerRequest, AnswerResult, AskRequest, AskTimedRequest, Batch, Outcome } from "./wire.js";
+import type { Accepted, Answer, AskRequest, AskTimedRequest, Batch, Outcome } from "./wire.js";
 
 /** The headers and frames of the foreground calls (package userquestions). */
 export const HeaderCallerLease = "Holdover-Caller-Lease";
@@ -23,13 +23,13 @@ export const ErrorHeader = "Nats-Service-Error";
 /** The role of a caller's lease, as `nats consumer ls CLAIMS` shows it. */
 export const RoleCaller = "caller";
 
-/** A short call (answer, view) with no deadline of its own gets this one. */
+/** A short call (view) with no deadline of its own gets this one. */
 export const DefaultCallTimeoutMs = 10_000;
 
 export interface CallerOptions {
   /** How long a dead agent's waits outlive it (the caller lease's InactiveThreshold); at least 1 s, default 2 s. */
   releaseBoundMs?: number;
-  /** The bound on answer and view; default 10 s. */
+  /** The bound on view and a status check after a reconnect; default 10 s. */
   callTimeoutMs?: number;
   /** Receives warnings. */
   warn?: (msg: string, fields?: Record<string, unknown>) => void;
@@ -137,25 +137,32 @@ export class Caller {
     }
   }
 
-  /** A late answer to a continued call (D6): accepted false for an unknown or non-continued call. */
-  answer(req: AnswerRequest): Promise<AnswerResult> {
-    return this.call<AnswerResult>("answer", req);
-  }
-
   /** The Session's userQuestions projection, caught up to its last event. */
   view(session: string): Promise<unknown> {
     return this.call("view", { session });
   }
 
-  /** Ends the lease (the workers abort the waits of calls still in progress) and every call with ASK_ABORTED. */
+  /**
+   * Ends every call with ASK_ABORTED and abandons it as a cancelled call is
+   * abandoned: its worker is told to abort the wait, and a call whose
+   * accepted frame is still on its way gets its abort when the frame comes
+   * (the replies stay subscribed for a release bound). An agent may not
+   * delete its lease (package auth): NATS ends it the release bound later,
+   * as in Go (caller.Client.Close).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.mux.unsubscribe();
     for (const w of this.workers.values()) w.stop();
-    for (const pc of this.calls.values()) this.end(pc, aborted("the client was closed before the question was answered"));
-    this.calls.clear();
-    await this.lease.end().catch((err: unknown) => this.warn("end caller lease", { err }));
+    const aborts: Promise<void>[] = [];
+    for (const pc of [...this.calls.values()]) {
+      const owner = this.abandon(pc, false);
+      if (owner) aborts.push(this.sendAbort(owner.worker, owner.id));
+      this.end(pc, aborted("the client was closed before the question was answered"));
+    }
+    await Promise.all(aborts);
+    this.lease.drop();
+    setTimeout(() => this.mux.unsubscribe(), this.bound).unref();
   }
 
   private async call<T>(op: string, body: unknown): Promise<T> {
@@ -228,7 +235,7 @@ export class Caller {
           return readReply(op, m);
         }
         if (pc.ended !== undefined) {
-          this.calls.delete(pc.token);
+          if (!pc.abandoned) this.calls.delete(pc.token); // else it stays for its accepted frame (abandon)
           if (pc.ended === workerLost) return workerLost;
           throw pc.ended;
         }
@@ -238,7 +245,7 @@ export class Caller {
           return workerLost;
         }
         if (abortedNow) {
-          this.abandon(pc);
+          this.abandon(pc, true);
           throw aborted();
         }
         await new Promise<void>((resolve) => (pc.wake = resolve));
@@ -269,18 +276,25 @@ export class Caller {
     pc.wake();
   }
 
-  /** Ends a call whose caller stopped waiting: its worker is told to abort the wait (ASK_ABORTED). */
-  private abandon(pc: PendingCall): void {
+  /**
+   * Ends a call whose caller stopped waiting: its worker is told to abort
+   * the wait (ASK_ABORTED), now when async, else by the caller with the
+   * worker and request returned. A call whose accepted frame has not come
+   * stays a release bound for it: onReply sends the abort then.
+   */
+  private abandon(pc: PendingCall, async: boolean): { worker: string; id: string } | undefined {
     const queued = pc.frames.map(acceptedFrame).find((a) => a !== undefined);
     const worker = pc.worker || queued?.owner || "";
     const id = pc.requestId || queued?.requestId || "";
-    if (worker !== "") {
-      this.calls.delete(pc.token);
-      void this.sendAbort(worker, id);
-      return;
+    if (worker === "") {
+      pc.abandoned = true;
+      setTimeout(() => this.calls.delete(pc.token), this.bound).unref();
+      return undefined;
     }
-    pc.abandoned = true; // onReply sends the abort when the frame comes
-    setTimeout(() => this.calls.delete(pc.token), this.bound).unref();
+    this.calls.delete(pc.token);
+    if (!async) return { worker, id };
+    void this.sendAbort(worker, id);
+    return undefined;
   }
 
   private async sendAbort(worker: string, id: string): Promise<void> {

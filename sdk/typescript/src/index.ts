@@ -2,6 +2,8 @@
 
 export { Code, HoldoverError, codeOf, wire } from "./errors.js";
 export type { ConnectOptions } from "./nats.js";
+export { AgentInboxPrefix, AgentRole } from "./names.js";
+export { steer } from "./steer.js";
 export { Runtime, childSession, type RuntimeOptions } from "./runtime.js";
 export { Session, InterruptedText, newID, text, withTurn } from "./session.js";
 export { SessionState, joinText, type ChatMessage, type ModelToolCall, type InboxItem } from "./state.js";

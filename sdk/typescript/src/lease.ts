@@ -44,7 +44,7 @@ export class Lease {
       await conn.jsm.consumers.add(ClaimsStream, {
         name,
         deliver_subject: deliver,
-        filter_subject: leaseTopic(id),
+        filter_subject: leaseTopic(role, id),
         deliver_policy: DeliverPolicy.All,
         ack_policy: AckPolicy.None,
         inactive_threshold: nanos(boundMs),
@@ -64,14 +64,11 @@ export class Lease {
     return leaseExists(this.conn, this.name);
   }
 
-  /** Deletes the lease now, so watchers need not wait out the bound. */
-  async end(): Promise<void> {
-    this.drop();
-    if (this.conn.nc.isClosed()) return;
-    await deleteLease(this.conn, this.name);
-  }
-
-  /** Stops holding the lease without deleting it. */
+  /**
+   * Stops holding the lease without deleting it: NATS deletes it the
+   * release bound later. An agent may not delete consumers (package auth),
+   * so this is how its leases end, as in Go (lease.Lease.Drop).
+   */
   drop(): void {
     if (!this.sub.isClosed()) this.sub.unsubscribe();
   }
@@ -85,14 +82,6 @@ export async function leaseExists(conn: Conn, name: string): Promise<boolean> {
   } catch (err) {
     if (isConsumerNotFound(err)) return false;
     throw wrap(err, Code.Internal, `look up ${name}`);
-  }
-}
-
-async function deleteLease(conn: Conn, name: string): Promise<void> {
-  try {
-    await conn.jsm.consumers.delete(ClaimsStream, name);
-  } catch (err) {
-    if (!isConsumerNotFound(err)) throw wrap(err, Code.Internal, `delete ${name}`);
   }
 }
 

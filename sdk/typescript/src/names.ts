@@ -19,6 +19,10 @@ export const ResumeSubject = `${root}.runtime.resume`;
 /** The queue group of the resume pool: each request reaches one instance. */
 export const ResumeQueue = "runtimes";
 export const ClaimPrefix = `${root}.claim`;
+/** The role an agent runtime connects as (auth.Agent). */
+export const AgentRole = "agent";
+/** The prefix of the agent role's reply subjects (auth.Role.InboxPrefix): it may subscribe only below it. */
+export const AgentInboxPrefix = `_INBOX.${AgentRole}`;
 
 /** The longest Session or call id. */
 export const MaxIDLength = 128;
@@ -72,8 +76,13 @@ export const workerSubject = (lease: string, verb: string): string => `${Service
 
 /** A lease's consumer name on the claims stream: lease~<role>~<id>. */
 export const leaseName = (role: string, id: string): string => `lease~${role}~${id}`;
-/** The subject a lease's consumer filters on; nothing is ever published there. */
-export const leaseTopic = (id: string): string => `${ClaimPrefix}.lease.${id}`;
+/**
+ * The subject a lease's consumer filters on, holdover.claim.lease.<role>.<id>;
+ * nothing is ever published there. It names the lease's role so the
+ * permissions can scope who holds which leases: the filter is a token of
+ * the consumer's create subject (package auth).
+ */
+export const leaseTopic = (role: string, id: string): string => `${ClaimPrefix}.lease.${role}.${id}`;
 /** The advisory JetStream publishes when the named claims-stream consumer is deleted. */
 export const deletedAdvisory = (name: string): string => `$JS.EVENT.ADVISORY.CONSUMER.DELETED.${ClaimsStream}.${name}`;
 /** The root lease of a runtime instance, which says whether its live roots still run. */

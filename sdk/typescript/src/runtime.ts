@@ -5,10 +5,10 @@
 // child Sessions, and joins the resume pool.
 
 import { createHash } from "node:crypto";
-import { Code, HoldoverError, wire, wrap } from "./errors.js";
+import { Code, HoldoverError, wire } from "./errors.js";
 import { Lease, releaseBound } from "./lease.js";
 import { Registry } from "./liveroot.js";
-import { ResumeQueue, ResumeSubject, checkSession, inboxSubject } from "./names.js";
+import { ResumeQueue, ResumeSubject, checkSession } from "./names.js";
 import { decoder, encoder, openConn, type Conn, type ConnectOptions } from "./nats.js";
 import { Caller } from "./caller.js";
 import { SessionLog } from "./sessionlog.js";
@@ -152,26 +152,15 @@ export class Runtime {
     return () => sub.unsubscribe();
   }
 
-  /**
-   * Queues an ordinary user message in sid's inbox; its live root admits it
-   * at the next step boundary, or starts a Turn with it when idle. The same
-   * id queues the message once (Nats-Msg-Id), so a restart cannot queue a
-   * prompt twice. Returns the message id.
-   */
-  async steer(sid: string, text: string, id = newID("msg")): Promise<string> {
-    const message = { id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } };
-    await this.conn.js.publish(inboxSubject(sid), encoder.encode(JSON.stringify(message)), { msgID: id }).catch((err: unknown) => {
-      throw wrap(err, Code.Internal, `queue message ${id} in the inbox of session ${sid}`);
-    });
-    return id;
-  }
-
   /** Ends the leases and closes the connection. Release the Sessions first. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await this.caller.close();
-    await this.rootLease.end().catch((err: unknown) => this.warn("end the root lease; NATS ends it within the release bound", { err }));
+    // An agent may not delete consumers (package auth): NATS ends the root
+    // lease the release bound after this. The Sessions were released first,
+    // so no answer waits on it meanwhile.
+    this.rootLease.drop();
     await this.conn.nc.drain().catch(() => undefined);
   }
 

@@ -223,7 +223,7 @@ export class Session {
 
   /** Answers one discard request: `{}`, or the error that refused it. */
   private async serveDiscard(data: Uint8Array): Promise<DiscardReply> {
-    const malformed = new HoldoverError(Code.BadRequest, `a discard request is {"messageId": "…", "reason"?: "…"}`);
+    const malformed = new HoldoverError(Code.BadRequest, `a discard request is {"session"?: "…", "messageId": "…", "reason"?: "…"}`);
     let req: DiscardRequest;
     try {
       req = JSON.parse(decoder.decode(data)) as DiscardRequest;
@@ -231,6 +231,9 @@ export class Session {
       return { error: wire(malformed) };
     }
     if (typeof req?.messageId !== "string" || req.messageId === "") return { error: wire(malformed) };
+    if (req.session !== undefined && req.session !== this.id) {
+      return { error: wire(new HoldoverError(Code.BadRequest, `a discard request on ${discardSubject(this.id)} names session ${JSON.stringify(req.session)}`)) };
+    }
     try {
       await this.discard(req.messageId, req.reason || undefined);
       return {};

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
 import { Code, codeOf, runAgent, type Model, type ModelRequest, type ModelResponse } from "../src/index.js";
-import { awaitLog, plainConn, runtime, sessionId, types } from "./helpers.js";
+import { awaitLog, plainConn, runtime, sessionId, steer, types } from "./helpers.js";
 
 /** A model whose every request goes to answer, in order. */
 function model(answer: (req: ModelRequest, n: number, signal?: AbortSignal) => Promise<ModelResponse>): Model & { requests: ModelRequest[] } {
@@ -24,7 +24,7 @@ describe("runAgent", () => {
       await other.open(sid); // a takeover while the model thinks
       return { toolCalls: [{ id: "c1", name: "nothing", arguments: {} }] };
     });
-    await rt.steer(sid, "go");
+    await steer(sid, "go");
     const err = await runAgent(rt, s, { model: m, tools: [] }).catch((e: unknown) => e);
     expect(codeOf(err)).toBe(Code.CallerNotLive);
     expect(m.requests).toHaveLength(1);
@@ -45,7 +45,7 @@ describe("runAgent", () => {
       }
       return { text: "done" };
     });
-    await rt.steer(sid, "go");
+    await steer(sid, "go");
     const running = runAgent(rt, s, { model: m, tools: [], signal: stop.signal });
     const log = await awaitLog(rt, sid, (l) => types(l).includes("turn/end"), "the Turn's end");
     stop.abort();
@@ -70,7 +70,7 @@ describe("runAgent", () => {
       await awaitLog(rt, sid, (l) => l.filter((e) => e.type === "agent/inbox/spliced").length === 2, "the second splice");
       throw new Error("the model server is down");
     });
-    await rt.steer(sid, "go");
+    await steer(sid, "go");
     const running = runAgent(rt, s, { model: m, tools: [], signal: stop.signal });
     const log = await awaitLog(rt, sid, (l) => types(l).includes("turn/end"), "the Turn's end");
     stop.abort();
@@ -97,7 +97,7 @@ describe("runAgent", () => {
         }),
     };
     const m = model(async () => ({ toolCalls: [{ id: "w1", name: "wait", arguments: {} }] }));
-    await rt.steer(sid, "go");
+    await steer(sid, "go");
     const running = runAgent(rt, s, { model: m, tools: [tool], signal: stop.signal });
     await awaitLog(rt, sid, (l) => types(l).includes("tool/call"), "the tool call");
     expect(calls).toBe(1);

@@ -48,7 +48,7 @@ describe("ask_user_question", () => {
 
   it("returns the answer batch when a Client answers in time (M7)", async () => {
     const { rt, sid, s, tool } = await timedAsk();
-    const client = await answeringClient(await plainConn(), sid, [{ id: "db", selected: ["SQLite"] }]);
+    const client = await answeringClient(await plainConn("gateway"), sid, [{ id: "db", selected: ["SQLite"] }]);
     const out = await tool.call({ session: sid, callId: "call_1", agent: s.ref, arguments: { questions, timeout: 30 } });
     expect(out).toEqual({ text: '{"answers":[{"id":"db","selected":["SQLite"]}]}' });
     expect(client.requests).toMatchObject([{ session: sid, callId: "call_1", questions, wait: { callId: "call_1", timed: true } }]);
@@ -80,7 +80,7 @@ describe("ask_user_question", () => {
 
   it("aborts the wait when its signal aborts: ASK_ABORTED, and the worker ends it (W5)", async () => {
     const { rt, sid, s, tool } = await timedAsk();
-    const client = await answeringClient(await plainConn(), sid, null);
+    const client = await answeringClient(await plainConn("gateway"), sid, null);
     const turn = new AbortController();
     const pending = tool.call({ session: sid, callId: "call_3", agent: s.ref, arguments: { questions, timeout: 600 } }, turn.signal);
     await eventually(() => client.requests.length === 1, "the request reached the Client");
@@ -92,7 +92,7 @@ describe("ask_user_question", () => {
 
   it("asks a keyed blocking question for timeout -1 (M3)", async () => {
     const { rt, sid, s, tool } = await timedAsk();
-    const client = await answeringClient(await plainConn(), sid, [{ id: "db", selected: [], custom: "DuckDB" }]);
+    const client = await answeringClient(await plainConn("gateway"), sid, [{ id: "db", selected: [], custom: "DuckDB" }]);
     const out = await tool.call({ session: sid, callId: "call_4", agent: s.ref, arguments: { questions, timeout: -1 } });
     expect(out.text).toBe('{"answers":[{"id":"db","selected":[],"custom":"DuckDB"}]}');
     expect(client.requests).toMatchObject([{ wait: { callId: "call_4" } }]);
@@ -107,7 +107,7 @@ describe("ask_user_question", () => {
     const legacy = new AskUserQuestion(rt.caller);
     const alone = await legacy.call({ session: sid, callId: "call_5", agent: s.ref, arguments: { questions } });
     expect(alone).toMatchObject({ isError: true, code: Code.NoProvider, text: expect.stringContaining("Nobody can answer questions in this Session right now") });
-    const client = await answeringClient(await plainConn(), sid, [{ id: "db", selected: ["Postgres"] }]);
+    const client = await answeringClient(await plainConn("gateway"), sid, [{ id: "db", selected: ["Postgres"] }]);
     const out = await legacy.call({ session: sid, callId: "call_6", agent: s.ref, arguments: { questions } });
     expect(out.text).toBe('{"answers":[{"id":"db","selected":["Postgres"]}]}');
     expect(client.requests).toHaveLength(1);

@@ -1,6 +1,7 @@
 // Vitest global setup: builds cmd/holdover and runs `holdover dev --no-demo`
-// on ephemeral ports with its data in a temporary folder, and hands the
-// tests its NATS URL. Teardown stops it with SIGTERM (a clean stop) and
+// on ephemeral ports with its data in a temporary folder, authentication
+// on as always, and hands the tests its NATS URL and the folder of the
+// credentials it wrote, one file per role. Teardown stops it with SIGTERM (a clean stop) and
 // removes the folder.
 
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
@@ -12,6 +13,7 @@ import type { TestProject } from "vitest/node";
 declare module "vitest" {
   export interface ProvidedContext {
     natsURL: string;
+    credsDir: string;
   }
 }
 
@@ -40,6 +42,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     proc.on("exit", (code) => fail(new Error(`holdover dev exited ${code}:\n${out}\n${log}`)));
   });
   project.provide("natsURL", url);
+  project.provide("credsDir", join(dir, "data", "auth", "tenants", "default"));
   return async () => {
     await stop(proc);
     rmSync(dir, { recursive: true, force: true });

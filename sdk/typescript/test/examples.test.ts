@@ -10,7 +10,7 @@ import { OpenAIModel } from "../src/openai.js";
 import { runExample } from "../examples/agent.js";
 import type { Runtime } from "../src/index.js";
 import { askThenGoOn, fakeModel } from "./fake-model.js";
-import { awaitLog, natsURL, runtime, sessionId } from "./helpers.js";
+import { answer, awaitLog, creds, natsURL, runtime, sessionId } from "./helpers.js";
 import type { LoggedEvent, OtherEvent } from "../src/sessionlog.js";
 
 const sqlite = [{ id: "db", selected: ["SQLite"] }];
@@ -18,7 +18,7 @@ const sqlite = [{ id: "db", selected: ["SQLite"] }];
 /** Waits for the pending result, answers late, and waits for the thanks; returns the log. */
 async function answerLate(rt: Runtime, sid: string): Promise<Array<LoggedEvent | OtherEvent>> {
   await awaitLog(rt, sid, (log) => log.some((e) => e.type === "turn/end"), "the first Turn's end");
-  const res = await rt.caller.answer({ session: sid, callId: "call_1", answers: sqlite });
+  const res = await answer(sid, "call_1", sqlite);
   expect(res.accepted).toBe(true);
   return awaitLog(rt, sid, (log) => log.filter((e) => e.type === "turn/end").length === 2, "the late answer's Turn");
 }
@@ -39,6 +39,8 @@ describe("the examples", () => {
     const stop = new AbortController();
     const running = runExample({
       nats: natsURL(),
+      creds: creds("agent"),
+      promptCreds: creds("admin"),
       session: sid,
       prompt: "Set up the service.",
       model: new OpenAIModel({ baseURL: model.url, model: "fake" }),
@@ -60,7 +62,7 @@ describe("the examples", () => {
     const model = await fakeModel(askThenGoOn);
     const sid = sessionId();
     const proc = spawn("node", [new URL("../dist/examples/loop.js", import.meta.url).pathname], {
-      env: { ...process.env, HOLDOVER_NATS: natsURL(), OPENAI_BASE_URL: model.url, OPENAI_MODEL: "fake", SESSION: sid },
+      env: { ...process.env, HOLDOVER_NATS: natsURL(), HOLDOVER_NATS_CREDS: creds("agent"), HOLDOVER_PROMPT_CREDS: creds("admin"), OPENAI_BASE_URL: model.url, OPENAI_MODEL: "fake", SESSION: sid },
       stdio: ["ignore", "inherit", "inherit"],
     });
     onTestFinished(() => void proc.kill("SIGKILL"));

@@ -1,29 +1,48 @@
-// What the SDK's tests share: a runtime on the dev server, fresh Session
-// ids, polling the log, and a Client that answers foreground requests as
-// the web Client does (a waterfall outcome on the request's reply subject).
+// What the SDK's tests share: a runtime on the dev server (on the agent
+// role's credentials), connections of the other roles, fresh Session ids,
+// polling the log, a Client that answers foreground requests as the web
+// Client does (a waterfall outcome on the request's reply subject), on a
+// gateway's credentials, and the late answer through the gateway's.
 
 import { inject, onTestFinished } from "vitest";
-import { connect } from "@nats-io/transport-node";
+import { join } from "node:path";
+import { connect, credsAuthenticator } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
+import { readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
-import { Runtime, type RuntimeOptions } from "../src/index.js";
-import type { Answer } from "../src/wire.js";
+import { Runtime, steer as queue, type RuntimeOptions } from "../src/index.js";
+import type { Answer, AnswerResult } from "../src/wire.js";
 import type { LoggedEvent, OtherEvent } from "../src/sessionlog.js";
 
 export const natsURL = (): string => inject("natsURL");
 
-/** A runtime on its own connection, closed when the test ends. */
+/** The roles of `holdover dev`'s credentials files (package auth). */
+export type Role = "agent" | "gateway" | "admin" | "operator" | "worker";
+
+/** The credentials file `holdover dev` wrote for role. */
+export const creds = (role: Role): string => join(inject("credsDir"), `${role}.creds`);
+
+/** A runtime on its own connection with the agent's credentials, closed when the test ends. */
 export async function runtime(opts: Partial<RuntimeOptions> = {}): Promise<Runtime> {
-  const rt = await Runtime.connect({ servers: natsURL(), releaseBoundMs: 1000, warn: () => {}, ...opts });
+  const rt = await Runtime.connect({ servers: natsURL(), creds: creds("agent"), releaseBoundMs: 1000, warn: () => {}, ...opts });
   onTestFinished(() => rt.close());
   return rt;
 }
 
-/** A plain connection, as another process would have, closed when the test ends. */
-export async function plainConn(): Promise<NatsConnection> {
-  const nc = await connect({ servers: natsURL() });
+/** A plain connection of role, as another process would have, closed when the test ends. */
+export async function plainConn(role: Role = "admin"): Promise<NatsConnection> {
+  const nc = await connect({ servers: natsURL(), authenticator: credsAuthenticator(readFileSync(creds(role))), inboxPrefix: `_INBOX.${role}` });
   onTestFinished(() => nc.close());
   return nc;
+}
+
+/** Queues a user's message in sid's inbox, as an admin may (an agent may not). */
+export const steer = (sid: string, text: string, id?: string): Promise<string> => queue({ servers: natsURL(), creds: creds("admin") }, sid, text, id);
+
+/** A late answer as a user's Client sends it, through a gateway (D6; an agent may not answer). */
+export async function answer(session: string, callId: string, answers: Answer[]): Promise<AnswerResult> {
+  const nc = await plainConn("gateway");
+  return (await nc.request("holdover.q.answer", JSON.stringify({ session, callId, answers }), { timeout: 10_000 })).json<AnswerResult>();
 }
 
 export const sessionId = (): string => "ts-" + randomBytes(6).toString("hex");

@@ -98,6 +98,8 @@ describe("a Session's live root", () => {
     expect(await ask({ messageId: "m2" })).toMatchObject({ error: { code: "CONFLICT" } });
     expect(await ask({ messageId: "nope" })).toMatchObject({ error: { code: "NOT_FOUND" } });
     expect(await ask({})).toMatchObject({ error: { code: "BAD_REQUEST" } });
+    expect(await ask({ session: "another", messageId: "m3" })).toMatchObject({ error: { code: "BAD_REQUEST" } });
+    expect(await ask({ session: sid, messageId: "nope" })).toMatchObject({ error: { code: "NOT_FOUND" } });
     const log = await rt.log.read(sid);
     expect(log.at(-1)).toMatchObject({ type: "agent/inbox/discarded", data: { messageId: "m2", reason: "the user took it back" } });
     await rt.release(s);
@@ -117,7 +119,7 @@ describe("a Session's live root", () => {
     leave();
   });
 
-  it("holds its root lease while it runs and ends it on close", async () => {
+  it("holds its root lease while it runs, and NATS ends it a release bound after close", async () => {
     const rt = await runtime();
     const nc = await plainConn();
     const jsm = await jetstream(nc).jetstreamManager();
@@ -127,11 +129,13 @@ describe("a Session's live root", () => {
     await eventually(async () => jsm.consumers.info("CLAIMS", rt.rootLeaseName).then(() => false, () => true), "the lease is gone");
   });
 
-  it("keeps every reply and deliver subject under a role's own inbox prefix", async () => {
-    const rt = await runtime({ inboxPrefix: "_INBOX.agent-role" });
+  it("keeps every reply and deliver subject under the agent role's inbox prefix, and its leases' subjects name their roles", async () => {
+    const rt = await runtime(); // on the agent's credentials, which allow no other prefix
     const jsm = await jetstream(await plainConn()).jetstreamManager();
-    for (const lease of [rt.rootLeaseName, rt.caller.leaseName]) {
-      expect((await jsm.consumers.info("CLAIMS", lease)).config.deliver_subject).toMatch(/^_INBOX\.agent-role\./);
+    for (const [lease, role] of [[rt.rootLeaseName, "root"], [rt.caller.leaseName, "caller"]] as const) {
+      const cfg = (await jsm.consumers.info("CLAIMS", lease)).config;
+      expect(cfg.deliver_subject).toMatch(/^_INBOX\.agent\./);
+      expect(cfg.filter_subject).toMatch(new RegExp(`^holdover\\.claim\\.lease\\.${role}\\.`));
     }
     const s = await rt.open(sessionId()); // the registry, the log and the inbox reader, all answered under the prefix
     await s.beginTurn();
