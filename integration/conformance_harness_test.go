@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
@@ -185,7 +186,7 @@ type confWorld struct {
 	workerB  string
 	worker   *fgProc
 	model    *fakeModel
-	user     *answerer.Client
+	gateway  *nats.Conn // a gateway's connection, for users' late answers
 	roots    *liveroot.Registry
 	log      *sessionlog.Log
 	sessions []string // every Session the scenario touched, checked at its end
@@ -212,8 +213,7 @@ func newConfWorld(t *testing.T, rt confRuntime) *confWorld {
 	}
 	w.model = newFakeModel(t)
 	w.worker = w.startWorker()
-	userConn, _ := env.As(t, auth.Gateway) // a user answers through a gateway
-	w.user = newUser(t, userConn, confPatience)
+	w.gateway, _ = env.As(t, auth.Gateway) // a user answers through a gateway
 	return w
 }
 
@@ -283,9 +283,30 @@ func (w *confWorld) watch(sid string) *fgRecorder {
 	return rec
 }
 
-// answer sends a late answer as the user's Client does (D6).
+// confUser is the user the suite's late answers come from, as a gateway
+// authenticated them.
+const confUser = "ana"
+
+// answer sends a late answer as a gateway does for confUser's Client (D6):
+// on the gateway's credentials, naming the user in Holdover-User (issue 10).
 func (w *confWorld) answer(sid, callID string, answers []holdover.Answer) (holdover.AnswerResult, error) {
-	return w.user.Answer(w.ctx, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers})
+	var out holdover.AnswerResult
+	data, err := userquestions.Encode(holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers})
+	if err != nil {
+		return out, err
+	}
+	msg := &nats.Msg{Subject: userquestions.Subject(userquestions.OpAnswer), Data: data, Header: nats.Header{}}
+	msg.Header.Set(holdover.UserHeader, confUser)
+	ctx, cancel := context.WithTimeout(w.ctx, confPatience)
+	defer cancel()
+	reply, err := w.gateway.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return out, userquestions.TransportError(ctx, userquestions.OpAnswer, err)
+	}
+	if err := userquestions.ReplyError(reply); err != nil {
+		return out, err
+	}
+	return out, userquestions.Decode(reply.Data, &out)
 }
 
 // finish is the check after every scenario: for each Session it touched,

@@ -272,14 +272,17 @@ func (w *confWorld) answerLate(t *testing.T, callID string) holdover.AnswerResul
 // requireAdmittedOnce waits for the Turn's end and checks that the late
 // reply messageID to callID was claimed and admitted once, at a step
 // boundary before the next model request, read by the model once, and
-// settled the question late (D5, D8).
+// settled the question late (D5, D8), naming the user who answered as the
+// gateway said (issue 10).
 func (w *confWorld) requireAdmittedOnce(t *testing.T, callID, messageID string) {
 	t.Helper()
 	evts := w.logs(t).AwaitCount(confSession, events.TypeTurnEnd, 1)
 	admitted := admissions(evts, callID)
 	require.Len(t, admitted, 1, runtimetest.Describe(evts))
 	at := admitted[0]
-	require.Equal(t, messageID, evts[at].Body.(*events.UserMessage).Message.ID)
+	admittedMsg := evts[at].Body.(*events.UserMessage).Message
+	require.Equal(t, messageID, admittedMsg.ID)
+	require.Equal(t, confUser, admittedMsg.Source.User, "the admitted reply names who answered, as the gateway said (issue 10)")
 	require.Equal(t, events.TypeInboxClaimed, evts[at-1].Type, "claimed, then admitted")
 	require.Equal(t, events.TypeStepEnd, evts[at-2].Type, "at a step boundary")
 	require.Equal(t, events.TypeRequestHeader, evts[at+1].Type, "before the next model request")
