@@ -115,10 +115,10 @@ var confRows = []string{
 	"runtime SIGKILLed mid-wait: the wait ends, a pool member resumes (D7)",
 	"interrupted call repaired, the queued reply admitted (D3, D8)",
 	"worker SIGKILLed mid-wait: pending within the release bound (W7)",
-	"every scenario: projection = fold of the log, holdover check passes",
+	confFoldRow,
 }
 
-const confFoldRow = "every scenario: projection = fold of the log, holdover check passes"
+const confFoldRow = "every scenario: projection = fold of the log, holdover check passes, NATS refused the runtime nothing"
 
 var confTable = struct {
 	mu    sync.Mutex
@@ -189,7 +189,8 @@ type confWorld struct {
 	gateway  *nats.Conn // a gateway's connection, for users' late answers
 	roots    *liveroot.Registry
 	log      *sessionlog.Log
-	sessions []string // every Session the scenario touched, checked at its end
+	sessions []string  // every Session the scenario touched, checked at its end
+	runners  []*fgProc // every runner the scenario started, checked at its end
 }
 
 // confScenario runs one scenario against every runtime, in parallel.
@@ -240,7 +241,9 @@ func (w *confWorld) runner(args ...string) *fgProc {
 	cmd := w.rt.command(w.t)
 	all := append(cmd[1:], "--nats", w.env.Server.ClientURL(), "--creds", w.creds(auth.Agent), "--prompt-creds", w.creds(auth.Admin), "--model-url", w.model.url, "--model", "conformance",
 		"--ask-mode", "timed", "--release-bound", confBound.String())
-	return fgSpawn(w.t, w.rt.name+" runner", exec.Command(cmd[0], append(all, args...)...))
+	p := fgSpawn(w.t, w.rt.name+" runner", exec.Command(cmd[0], append(all, args...)...))
+	w.runners = append(w.runners, p)
+	return p
 }
 
 // session starts a runner serving sid from the prompt "Set up the service.".
@@ -312,10 +315,15 @@ func (w *confWorld) answer(sid, callID string, answers []holdover.Answer) (holdo
 // finish is the check after every scenario: for each Session it touched,
 // `holdover inspect` exits 0 (the projection equals the fold of the log)
 // once the projection has caught up, and `holdover check` exits 0 (every
-// event fits the schemas).
+// event fits the schemas), and no runner was refused anything by NATS: a
+// runtime on the agent's credentials does only what the role allows
+// (auth/roles.go), and both runtimes log a permissions violation.
 func (w *confWorld) finish() {
 	w.t.Helper()
 	confRow(w.t, w.rt, confFoldRow, func(t *testing.T) {
+		for _, p := range w.runners {
+			require.NotRegexp(t, `(?i)permissions violation`, p.log(), "NATS refused the %s runtime an operation", w.rt.name)
+		}
 		for _, sid := range w.sessions {
 			var code int
 			var out string

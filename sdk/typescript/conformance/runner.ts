@@ -51,6 +51,14 @@ const rt = await Runtime.connect({
   info: line("INFO"),
   ...(flags.instance ? { instance: flags.instance } : {}),
 });
+// A permissions violation means the agent's credentials lack a right the
+// SDK used: say so loudly, as the Go runtime does (ops.NATSConfig), so
+// the suite can require there is none.
+void (async () => {
+  for await (const s of rt.conn.nc.status()) {
+    if (s.type === "error") line("ERROR")("NATS refused an operation", { err: String(s.error) });
+  }
+})();
 const model = new OpenAIModel({ baseURL: flags["model-url"], model: flags.model, ...(process.env.OPENAI_API_KEY ? { apiKey: process.env.OPENAI_API_KEY } : {}) });
 const ask = askUserQuestionTool(rt, { mode: flags["ask-mode"] as "legacy" | "timed", defaultTimeout: Number(flags["ask-timeout"]) });
 const childTools: Tool[] = [ask];

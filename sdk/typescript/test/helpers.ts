@@ -4,7 +4,7 @@
 // Client does (a waterfall outcome on the request's reply subject), on a
 // gateway's credentials, and the late answer through the gateway's.
 
-import { inject, onTestFinished } from "vitest";
+import { expect, inject, onTestFinished } from "vitest";
 import { join } from "node:path";
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -22,10 +22,25 @@ export type Role = "agent" | "gateway" | "admin" | "operator" | "worker";
 /** The credentials file `holdover dev` wrote for role. */
 export const creds = (role: Role): string => join(inject("credsDir"), `${role}.creds`);
 
-/** A runtime on its own connection with the agent's credentials, closed when the test ends. */
+/**
+ * A runtime on its own connection with the agent's credentials, closed
+ * when the test ends. The test fails if the server refused the runtime
+ * anything its role does not allow (a permissions violation is reported
+ * on the connection, not always to the call that caused it).
+ */
 export async function runtime(opts: Partial<RuntimeOptions> = {}): Promise<Runtime> {
   const rt = await Runtime.connect({ servers: natsURL(), creds: creds("agent"), releaseBoundMs: 1000, warn: () => {}, ...opts });
-  onTestFinished(() => rt.close());
+  const refused: string[] = [];
+  void (async () => {
+    for await (const s of rt.conn.nc.status()) {
+      if (s.type === "error") refused.push(String(s.error));
+    }
+  })();
+  onTestFinished(async () => {
+    await rt.conn.nc.flush().catch(() => undefined);
+    await rt.close();
+    expect(refused, "the server refused the agent runtime").toEqual([]);
+  });
   return rt;
 }
 
