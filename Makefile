@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: build dev test test-go test-web test-schemas vet tidy
+.PHONY: build dev test test-go test-conformance test-web test-schemas test-sdk vet tidy
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -19,7 +19,14 @@ tidy:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 test-go:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m -skip '^TestConformance' ./...
+
+# The conformance suite: every scenario against every agent runtime (the Go
+# runtime and the TypeScript SDK, whose build test-sdk makes), printing the
+# runtime × scenario table. Run in the package's folder so go test shows
+# the table even when every test passes.
+test-conformance:
+	cd integration && $(GO) test -race -count=1 -timeout 10m -run '^TestConformance'
 
 # The browser Client: type check, unit tests, and a check that the committed
 # built files in web/dist match the sources.
@@ -31,4 +38,10 @@ test-web:
 test-schemas:
 	cd schemas/codegen && npm ci --no-audit --no-fund && npm run check
 
-test: tidy vet test-schemas test-web test-go
+# The TypeScript agent SDK: its build (tsc, which type checks) and its tests
+# against a real `holdover dev` (vitest builds and starts it). The build (dist/)
+# is what the conformance suite runs behind its TypeScript runner.
+test-sdk:
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm test
+
+test: tidy vet test-schemas test-web test-sdk test-go test-conformance

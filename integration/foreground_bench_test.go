@@ -46,19 +46,8 @@ func fgMicros(d time.Duration) float64 { return float64(d) / float64(time.Micros
 // 3× the round trip, p99 under 2 ms.
 func BenchmarkForegroundLatency(b *testing.B) {
 	w := newFGWorld(b) // deadlines on a fake clock never fire
-	responder := w.conn()
 	call := fgBenchCalls(b, w)
-	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
-	require.NoError(b, err)
-	require.NoError(b, responder.Flush())
-	caller := w.conn()
-	payload := make([]byte, 200) // about the size of a one-question request
-	roundTrip := func() time.Duration {
-		start := time.Now()
-		_, err := caller.Request("bench.raw", payload, fgPatience)
-		require.NoError(b, err)
-		return time.Since(start)
-	}
+	roundTrip := fgRawRoundTrip(b, w)
 
 	// The raw round trip is measured between the calls, so both see the
 	// same machine: on a shared one, load comes and goes.
@@ -132,6 +121,24 @@ func BenchmarkForegroundAuthCost(b *testing.B) {
 		}
 		b.ReportMetric(fgMicros(fgQuantile(on[k], 0.5)), name+"-auth-p50-µs")
 		b.ReportMetric(fgMicros(fgQuantile(off[k], 0.5)), name+"-noauth-p50-µs")
+	}
+}
+
+// fgRawRoundTrip returns a core request-reply round trip between two
+// connections of w's server, the primitive the foreground path is built
+// on: the scale its latency benchmarks report against.
+func fgRawRoundTrip(b *testing.B, w *fgWorld) func() time.Duration {
+	responder := w.conn()
+	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
+	require.NoError(b, err)
+	require.NoError(b, responder.Flush())
+	caller := w.conn()
+	payload := make([]byte, 200) // about the size of a one-question request
+	return func() time.Duration {
+		start := time.Now()
+		_, err := caller.Request("bench.raw", payload, fgPatience)
+		require.NoError(b, err)
+		return time.Since(start)
 	}
 }
 

@@ -47,9 +47,11 @@ var shipped struct {
 	err      error
 }
 
-// TestMain removes the shared build once every test has run.
+// TestMain prints the conformance table when the suite ran, and removes
+// the shared build once every test has run.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	printConformanceTable(os.Stdout)
 	if shipped.dir != "" {
 		_ = os.RemoveAll(shipped.dir)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
@@ -150,13 +151,20 @@ func (w *agentWorld) working(sid string) {
 // sees with answers; the channel gets the outcome of that settle.
 func (w *agentWorld) answerFirst(sid string, answers []holdover.Answer) <-chan error {
 	w.t.Helper()
+	return answerFirstOn(w.t, w.env.Conn, sid, answers)
+}
+
+// answerFirstOn makes a Client on nc watching sid settle the first request
+// it sees with answers; the channel gets the outcome of that settle.
+func answerFirstOn(t testing.TB, nc *nats.Conn, sid string, answers []holdover.Answer) <-chan error {
+	t.Helper()
 	client := settleFirst{answers: answers, errs: make(chan error, 1)}
-	answerer, err := answerer.New(w.env.Conn, answerer.Config{Log: slog.New(slog.DiscardHandler)})
-	require.NoError(w.t, err)
-	w.t.Cleanup(answerer.Close)
-	watch, err := answerer.Watch(w.ctx, sid, client)
-	require.NoError(w.t, err)
-	w.t.Cleanup(func() { _ = watch.Close(context.Background()) })
+	a, err := answerer.New(nc, answerer.Config{Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	watch, err := a.Watch(context.Background(), sid, client)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = watch.Close(context.Background()) })
 	return client.errs
 }
 

@@ -1,11 +1,13 @@
-// Generates the web Client's TypeScript types from the JSON Schema files
-// one folder up, with json-schema-to-typescript: web/src/generated/events.ts
-// (the Session events) and web/src/generated/wire.ts (the shapes of the
-// question service and the Session's other requests the Client reads or
-// sends). With --check it writes nothing and fails when a file is not what
-// the schemas generate, so a schema change that was not regenerated fails
-// `make test`; the hand-written Client code uses or asserts these types,
-// so a change it does not follow fails `npm run typecheck`.
+// Generates the TypeScript types of the wire from the JSON Schema files one
+// folder up, with json-schema-to-typescript, for each TypeScript package
+// that reads it: the web Client (web/src/generated/) and the agent SDK
+// (sdk/typescript/src/generated/). Each gets events.ts (the Session events)
+// and wire.ts (the shapes of the question service and the Session's other
+// requests, records and inbox messages that package reads or sends). With
+// --check it writes nothing and fails when a file is not what the schemas
+// generate, so a schema change that was not regenerated fails `make test`;
+// the hand-written code of both packages uses or asserts these types, so a
+// change it does not follow fails their typecheck.
 //
 // Each file has one root schema naming every shape it exports (EventBodies:
 // event type → body, read from event.json's dispatch; WireShapes: schema
@@ -17,7 +19,7 @@ import { compile } from "json-schema-to-typescript";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const schemas = join(here, "..");
-const generated = join(here, "..", "..", "web", "src", "generated");
+const repo = join(here, "..", "..");
 
 const envelope = JSON.parse(await readFile(join(schemas, "event.json"), "utf8"));
 const properties = {};
@@ -61,24 +63,55 @@ const root = {
   additionalProperties: false,
 };
 
-// The wire shapes the web Client reads or sends, by schema file.
-const wireFiles = [
-  "kv/user-questions.json",
-  "waterfall/request.json",
-  "frames/claim.json",
-  "requests/answer.json",
-  "replies/answer.json",
-  "requests/discard.json",
-  "replies/discard.json",
+// The wire shapes each package reads or sends, by schema file.
+const packages = [
+  {
+    dir: "web/src/generated",
+    who: "the web Client",
+    wireFiles: [
+      "kv/user-questions.json",
+      "waterfall/request.json",
+      "frames/claim.json",
+      "requests/answer.json",
+      "replies/answer.json",
+      "requests/discard.json",
+      "replies/discard.json",
+    ],
+  },
+  {
+    dir: "sdk/typescript/src/generated",
+    who: "the agent SDK",
+    wireFiles: [
+      "requests/ask.json",
+      "requests/ask-timed.json",
+      "replies/ask.json",
+      "replies/ask-timed.json",
+      "replies/error.json",
+      "frames/accepted.json",
+      "requests/answer.json",
+      "replies/answer.json",
+      "requests/discard.json",
+      "replies/discard.json",
+      "requests/resume.json",
+      "replies/resume.json",
+      "kv/live-root.json",
+      "inbox/reply-text.json",
+      "tool/arguments.json",
+      "tool/answers.json",
+      "tool/pending.json",
+    ],
+  },
 ];
-const wireRoot = {
-  title: "WireShapes",
-  description: "The shapes of the question service and the Session's other requests that the web Client reads or sends, by schema file (schemas/).",
-  type: "object",
-  properties: Object.fromEntries(wireFiles.map((f) => [f, { $ref: f }])),
-  required: wireFiles,
-  additionalProperties: false,
-};
+function wireRoot(pkg) {
+  return {
+    title: "WireShapes",
+    description: `The shapes of the question service and the Session's other requests that ${pkg.who} reads or sends, by schema file (schemas/).`,
+    type: "object",
+    properties: Object.fromEntries(pkg.wireFiles.map((f) => [f, { $ref: f }])),
+    required: pkg.wireFiles,
+    additionalProperties: false,
+  };
+}
 
 const banner = `// Generated from schemas/ by schemas/codegen (json-schema-to-typescript); do not edit.
 // Run \`npm run generate\` in schemas/codegen after changing a schema.`;
@@ -92,24 +125,28 @@ const options = {
 markAny(envelope);
 const bodies = await compile(root, "EventBodies", { ...options, bannerComment: banner });
 const event = await compile(envelope, "Event", { ...options, bannerComment: "", declareExternallyReferenced: false });
-const wire = await compile(wireRoot, "WireShapes", { ...options, bannerComment: banner });
+const events = bodies + event;
 
-const outputs = { "events.ts": bodies + event, "wire.ts": wire };
-if (process.argv.includes("--check")) {
-  let stale = false;
+const check = process.argv.includes("--check");
+let stale = false;
+for (const pkg of packages) {
+  const wire = await compile(wireRoot(pkg), "WireShapes", { ...options, bannerComment: banner });
+  const outputs = { "events.ts": events, "wire.ts": wire };
+  const dir = join(repo, pkg.dir);
+  if (!check) await mkdir(dir, { recursive: true });
   for (const [name, out] of Object.entries(outputs)) {
-    const have = await readFile(join(generated, name), "utf8").catch(() => "");
-    if (have !== out) {
-      console.error(`web/src/generated/${name} is not what the schemas generate: run \`npm run generate\` in schemas/codegen`);
-      stale = true;
+    const target = `${pkg.dir}/${name}`;
+    if (check) {
+      const have = await readFile(join(dir, name), "utf8").catch(() => "");
+      if (have !== out) {
+        console.error(`${target} is not what the schemas generate: run \`npm run generate\` in schemas/codegen`);
+        stale = true;
+      }
+    } else {
+      await writeFile(join(dir, name), out);
+      console.log(`wrote ${target}`);
     }
   }
-  if (stale) process.exit(1);
-  console.log("web/src/generated matches the schemas");
-} else {
-  await mkdir(generated, { recursive: true });
-  for (const [name, out] of Object.entries(outputs)) {
-    await writeFile(join(generated, name), out);
-    console.log(`wrote web/src/generated/${name}`);
-  }
 }
+if (stale) process.exit(1);
+if (check) console.log("the generated TypeScript matches the schemas");

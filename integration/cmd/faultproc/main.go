@@ -8,6 +8,7 @@
 //	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N] [-timeout 1h] [-report]
 //	faultproc server  -store DIR
 //	faultproc claimer -nats URL -session S [-bound 1s] [-claims N] [-timed N -instance I -epoch E]
+//	faultproc asker   -nats URL -session S -instance I -epoch E
 //
 // A worker serves the question service. A folder runs the projection
 // worker, which writes the Views and the reply reservations' markers. An
@@ -24,17 +25,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sys/unix"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
@@ -92,6 +96,8 @@ func main() {
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed, *timeout, *report)
 		fmt.Println("ready")
+	case "asker":
+		err = asker(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch})
 	case "leaseless":
 		err = leaseless(nc, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch})
 	case "claimer":
@@ -198,6 +204,40 @@ func agent(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref
 			log.Error("a call ended before the agent was killed", "err", err)
 		}()
 	}
+}
+
+// asker serves the latency benchmark: an askTimed per "ask <call id>"
+// line on stdin, timed on the clock the benchmark and Node's
+// process.hrtime share.
+func asker(nc *nats.Conn, bound time.Duration, log *slog.Logger, sid string, ref holdover.AgentRef) error {
+	c, err := caller.New(context.Background(), nc, caller.Config{ReleaseBound: bound, Log: log})
+	if err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	qs := []holdover.Question{{ID: "deploy", Question: "Deploy to production now?", Options: []holdover.Option{{Label: "yes"}, {Label: "no"}}}}
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		id, ok := strings.CutPrefix(lines.Text(), "ask ")
+		if !ok {
+			return fmt.Errorf("asker reads \"ask <call id>\" lines, not %q", lines.Text())
+		}
+		sent := monotonic()
+		out, err := c.AskTimed(context.Background(), holdover.AskTimedRequest{Session: sid, CallID: id, Agent: &ref, Questions: qs, TimeoutMs: 600_000})
+		done := monotonic()
+		if err != nil || len(out.Answers) != 1 {
+			return fmt.Errorf("ask %s: %+v, %v", id, out, err)
+		}
+		fmt.Printf("done %s %d %d\n", id, sent, done)
+	}
+	return lines.Err()
+}
+
+// monotonic reads CLOCK_MONOTONIC in nanoseconds.
+func monotonic() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // always supported on Linux
+	return ts.Nano()
 }
 
 // leaseless asks a keyed blocking ask (call "keyed") and an askTimed (call

@@ -1,0 +1,144 @@
+// The live root against a real server: registration and fencing (M9),
+// resume repair (D3), the inbox's splice, claim and admission (D8), discard
+// and the resume pool (D7).
+
+import { describe, expect, it } from "vitest";
+import { headers } from "@nats-io/nats-core";
+import { jetstream } from "@nats-io/jetstream";
+import { Code, InterruptedText, codeOf } from "../src/index.js";
+import { awaitLog, eventually, plainConn, runtime, sessionId, types } from "./helpers.js";
+
+const userMessage = (id: string, text: string) => ({ id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } });
+
+describe("a Session's live root", () => {
+  it("registers a new epoch on each open, and the old root is fenced out", async () => {
+    const sid = sessionId();
+    const a = await runtime();
+    const b = await runtime();
+    const first = await a.open(sid);
+    expect(first.ref.epoch).toBe(1);
+    await first.beginTurn();
+
+    const second = await b.open(sid);
+    expect(second.ref).toEqual({ instance: b.instance, epoch: 2 });
+    await expect(first.checkLive()).rejects.toMatchObject({ code: Code.CallerNotLive });
+    await second.record("step/end", { turn: second.state.turn, step: 1 });
+    // The stale root still thinks seq 1 is last: its append loses.
+    const err = await first.record("turn/end", { turn: first.state.turn }).catch((e: unknown) => e);
+    expect(codeOf(err)).toBe(Code.Conflict);
+    const rec = await a.registry.lookup(sid);
+    expect(rec).toMatchObject({ instance: b.instance, epoch: 2 });
+    await a.release(first); // a stale release changes nothing
+    expect(await a.registry.lookup(sid)).toMatchObject({ instance: b.instance, epoch: 2 });
+    await b.release(second);
+    expect(await a.registry.lookup(sid)).toMatchObject({ instance: "", epoch: 2 });
+  });
+
+  it("repairs a tool call recorded without a result as TOOL_OUTCOME_UNKNOWN, once (D3)", async () => {
+    const sid = sessionId();
+    const a = await runtime();
+    const s = await a.open(sid);
+    const turn = await s.beginTurn();
+    await s.beginStep("m", []);
+    await s.record("tool/call", { turn, callId: "call_1", name: "ask_user_question", arguments: { questions: [] } });
+    await s.stop(); // as a crash: nothing more recorded, nothing released
+
+    const b = await runtime();
+    const resumed = await b.open(sid);
+    const log = await b.log.read(sid);
+    expect(types(log)).toEqual(["turn/start", "request/header", "tool/call", "tool/result"]);
+    expect(log[3]!.data).toEqual({
+      turn,
+      callId: "call_1",
+      name: "ask_user_question",
+      content: [{ type: "text", text: InterruptedText }],
+      isError: true,
+      error: { code: "TOOL_OUTCOME_UNKNOWN" },
+    });
+    expect(resumed.state.open).toEqual([]);
+    await b.release(resumed);
+    const again = await b.open(sid);
+    expect(types(await b.log.read(sid))).toHaveLength(4);
+    await b.release(again);
+  });
+
+  it("splices inbox messages as they come, passes over markers, and admits them at the step boundary (D8)", async () => {
+    const sid = sessionId();
+    const rt = await runtime();
+    const s = await rt.open(sid);
+    const js = jetstream(await plainConn());
+    const marker = headers();
+    marker.set("Holdover-Reservation", "released");
+    await js.publish(`holdover.session.${sid}.inbox.call_9`, new Uint8Array(), { headers: marker });
+    await js.publish(`holdover.session.${sid}.inbox`, JSON.stringify(userMessage("m1", "hello")), { msgID: "m1" });
+    await js.publish(`holdover.session.${sid}.inbox`, JSON.stringify(userMessage("m1", "hello")), { msgID: "m1" }); // a retry: one message
+
+    await s.waitForInput();
+    await awaitLog(rt, sid, (log) => types(log).includes("agent/inbox/spliced"), "the splice");
+    const turn = await s.beginTurn();
+    const admitted = await s.beginStep("m", []);
+    expect(admitted.map((m) => m.id)).toEqual(["m1"]);
+    const log = await rt.log.read(sid);
+    expect(types(log)).toEqual(["agent/inbox/spliced", "turn/start", "agent/inbox/claimed", "user/message", "request/header"]);
+    expect(log[0]!.data).toMatchObject({ message: userMessage("m1", "hello"), inboxSeq: expect.any(Number) });
+    expect(log[3]!.data).toEqual({ turn, message: userMessage("m1", "hello") });
+    expect(s.state.history).toEqual([{ role: "user", text: "hello" }]);
+    await rt.release(s);
+  });
+
+  it("discards a queued message on request, and refuses one no longer queued", async () => {
+    const sid = sessionId();
+    const rt = await runtime();
+    const s = await rt.open(sid);
+    const nc = await plainConn();
+    await jetstream(nc).publish(`holdover.session.${sid}.inbox`, JSON.stringify(userMessage("m2", "never mind")), { msgID: "m2" });
+    await s.waitForInput();
+    const ask = async (body: unknown) => (await nc.request(`holdover.session.${sid}.discard`, JSON.stringify(body))).json();
+    expect(await ask({ messageId: "m2", reason: "the user took it back" })).toEqual({});
+    expect(await ask({ messageId: "m2" })).toMatchObject({ error: { code: "CONFLICT" } });
+    expect(await ask({ messageId: "nope" })).toMatchObject({ error: { code: "NOT_FOUND" } });
+    expect(await ask({})).toMatchObject({ error: { code: "BAD_REQUEST" } });
+    expect(await ask({ session: "another", messageId: "m3" })).toMatchObject({ error: { code: "BAD_REQUEST" } });
+    expect(await ask({ session: sid, messageId: "nope" })).toMatchObject({ error: { code: "NOT_FOUND" } });
+    const log = await rt.log.read(sid);
+    expect(log.at(-1)).toMatchObject({ type: "agent/inbox/discarded", data: { messageId: "m2", reason: "the user took it back" } });
+    await rt.release(s);
+  });
+
+  it("joins the resume pool: a resume request reaches one instance, which names itself (D7)", async () => {
+    const rt = await runtime();
+    const resumed: string[] = [];
+    const leave = await rt.joinPool(async (sid) => {
+      resumed.push(sid);
+    });
+    const nc = await plainConn();
+    const sid = sessionId();
+    expect((await nc.request("holdover.runtime.resume", JSON.stringify({ session: sid }))).json()).toEqual({ instance: rt.instance });
+    expect((await nc.request("holdover.runtime.resume", JSON.stringify({ session: "a.b" }))).json()).toMatchObject({ error: { code: "BAD_REQUEST" } });
+    expect(resumed).toEqual([sid]);
+    leave();
+  });
+
+  it("holds its root lease while it runs, and NATS ends it a release bound after close", async () => {
+    const rt = await runtime();
+    const nc = await plainConn();
+    const jsm = await jetstream(nc).jetstreamManager();
+    const info = await jsm.consumers.info("CLAIMS", rt.rootLeaseName);
+    expect(info.config.metadata).toMatchObject({ role: "root", id: rt.instance });
+    await rt.close();
+    await eventually(async () => jsm.consumers.info("CLAIMS", rt.rootLeaseName).then(() => false, () => true), "the lease is gone");
+  });
+
+  it("keeps every reply and deliver subject under the agent role's inbox prefix, and its leases' subjects name their roles", async () => {
+    const rt = await runtime(); // on the agent's credentials, which allow no other prefix
+    const jsm = await jetstream(await plainConn()).jetstreamManager();
+    for (const [lease, role] of [[rt.rootLeaseName, "root"], [rt.caller.leaseName, "caller"]] as const) {
+      const cfg = (await jsm.consumers.info("CLAIMS", lease)).config;
+      expect(cfg.deliver_subject).toMatch(/^_INBOX\.agent\./);
+      expect(cfg.filter_subject).toMatch(new RegExp(`^holdover\\.claim\\.lease\\.${role}\\.`));
+    }
+    const s = await rt.open(sessionId()); // the registry, the log and the inbox reader, all answered under the prefix
+    await s.beginTurn();
+    await rt.release(s);
+  });
+});
