@@ -41,6 +41,9 @@ type conn struct {
 	said     atomic.Bool // hello went through
 	tokenUse *tokenUse
 	expiry   *time.Timer
+	// protocol is the version spoken on the connection, set by hello; the
+	// writer reads it to know whether it may batch frames.
+	protocol atomic.Int32
 
 	closeOnce   sync.Once
 	closeStatus websocket.StatusCode
@@ -206,8 +209,9 @@ func (c *conn) hello(f inFrame) bool {
 		c.fail("", holdover.New(holdover.CodeBadRequest, "hello was already said on this connection"))
 		return true
 	}
-	if f.Protocol != ProtocolVersion {
-		c.closeWith(websocket.StatusPolicyViolation, holdover.Newf(holdover.CodeBadRequest, "protocol version %d is not spoken here; this gateway speaks %d", f.Protocol, ProtocolVersion))
+	protocol := min(f.Protocol, ProtocolVersion)
+	if protocol < OldestProtocolVersion {
+		c.closeWith(websocket.StatusPolicyViolation, holdover.Newf(holdover.CodeBadRequest, "protocol version %d is not spoken here; this gateway speaks %d to %d", f.Protocol, OldestProtocolVersion, ProtocolVersion))
 		return false
 	}
 	token := f.Token
@@ -226,9 +230,10 @@ func (c *conn) hello(f inFrame) bool {
 		return false
 	}
 	c.grant = grant
+	c.protocol.Store(int32(protocol))
 	c.said.Store(true)
 	c.log = c.log.With("user", grant.User)
-	c.send(encodeFrame(welcomeFrame{Type: typeWelcome, Protocol: ProtocolVersion, ClientID: c.id, User: grant.User, Sessions: grant.Sessions}))
+	c.send(encodeFrame(welcomeFrame{Type: typeWelcome, Protocol: protocol, ClientID: c.id, User: grant.User, Sessions: grant.Sessions}))
 	return true
 }
 
@@ -464,8 +469,14 @@ func (c *conn) closeSocket() {
 	}
 }
 
-// writeLoop writes queued frames in order until the connection ends. One
-// timer bounds each write, armed before it and stopped after: a write
+// writeLoop writes queued frames in order until the connection ends. A
+// Client that speaks protocol 2 gets the frames that queued while the last
+// message was being written in one message (batch). Nothing waits to be
+// batched: a frame alone goes out the moment the writer is free, so one
+// request reaches its Clients no later than before, while a burst costs a
+// busy connection one write for all it has rather than one per frame.
+//
+// One timer bounds each write, armed before it and stopped after: a write
 // that outlasts Limits.WriteTimeout (a Client that stopped reading while
 // little is sent to it) ends the connection. A context per frame did the
 // same at a sixth of the writer's time under a burst of requests.
@@ -487,21 +498,87 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case frame := <-c.out:
-			if frame == nil {
-				c.cancel()
-				return
+			msg, frames, closing := c.batch(frame)
+			if frames > 0 {
+				stuck.Reset(c.s.lim.WriteTimeout)
+				err := c.ws.Write(writes, websocket.MessageText, msg.data)
+				stuck.Stop()
+				msg.release()
+				if err != nil {
+					c.abort(websocket.StatusGoingAway, "write failed")
+					return
+				}
+				c.s.m.sentFrames.Add(float64(frames))
+				c.s.m.sentMessages.Inc()
 			}
-			stuck.Reset(c.s.lim.WriteTimeout)
-			err := c.ws.Write(writes, websocket.MessageText, frame)
-			stuck.Stop()
-			if err != nil {
-				c.abort(websocket.StatusGoingAway, "write failed")
+			if closing {
+				c.cancel()
 				return
 			}
 		case <-c.ctx.Done():
 			return
 		}
 	}
+}
+
+// maxBatchBytes is where a batch stops taking more frames. A frame larger
+// than it (a history batch, a big view) still goes out, alone or last.
+const maxBatchBytes = 64 << 10
+
+// batch is the message that carries first and, on a protocol 2
+// connection, every frame queued behind it up to maxBatchBytes: one frame
+// as it is, several as a JSON array. It says how many frames the message
+// holds and whether the close marker came among them (it ends the batch;
+// frames is 0 when it came first). The frames themselves are shared by
+// every Client of a Session and are copied, never changed.
+func (c *conn) batch(first []byte) (msg message, frames int, closing bool) {
+	if first == nil {
+		return message{}, 0, true
+	}
+	if c.protocol.Load() < batchingProtocol || len(c.out) == 0 {
+		return message{data: first}, 1, false
+	}
+	msg = newMessage()
+	msg.data = append(append(msg.data, '['), first...)
+	frames = 1
+	for len(msg.data) < maxBatchBytes && !closing {
+		select {
+		case f := <-c.out:
+			if closing = f == nil; !closing {
+				msg.data = append(append(msg.data, ','), f...)
+				frames++
+			}
+		default:
+			msg.data = append(msg.data, ']')
+			return msg, frames, false
+		}
+	}
+	msg.data = append(msg.data, ']')
+	return msg, frames, closing
+}
+
+// message is one WebSocket message to write: a frame as queued, or a
+// batch in a buffer from batchBuffers, given back once written.
+type message struct {
+	data []byte
+	buf  *[]byte // nil for a frame written as queued
+}
+
+// batchBuffers hold batches between writes. Shared by every connection,
+// so an idle one keeps no buffer of its own.
+var batchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+func newMessage() message {
+	buf := batchBuffers.Get().(*[]byte)
+	return message{data: (*buf)[:0], buf: buf}
+}
+
+func (m message) release() {
+	if m.buf == nil || cap(m.data) > 4*maxBatchBytes {
+		return // a batch that held a huge frame is left to the collector
+	}
+	*m.buf = m.data[:0]
+	batchBuffers.Put(m.buf)
 }
 
 // teardown runs once the read loop has ended. It releases the Client's

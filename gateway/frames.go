@@ -12,9 +12,19 @@ import (
 	"github.com/holdover-dev/holdover"
 )
 
-// ProtocolVersion is the protocol version this gateway speaks; a hello
-// naming another is refused.
-const ProtocolVersion = 1
+// The protocol versions this gateway speaks (docs/protocol.md). A hello
+// naming ProtocolVersion or a newer one is spoken to in ProtocolVersion;
+// one naming an older version from OldestProtocolVersion on, in that one;
+// the welcome says which. Version 2 lets a message from the gateway carry
+// several frames (a JSON array); version 1 sends one frame a message.
+const (
+	ProtocolVersion       = 2
+	OldestProtocolVersion = 1
+)
+
+// batchingProtocol is the first version whose Clients read several frames
+// in one message.
+const batchingProtocol = 2
 
 // closeUnauthorized is the WebSocket close code after a refused token;
 // Clients do not reconnect after it.

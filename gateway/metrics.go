@@ -15,15 +15,22 @@ type gatewayMetrics struct {
 	frames      *prometheus.CounterVec
 	dropped     prometheus.Counter
 	fanOut      prometheus.Histogram
+	// sentFrames over sentMessages is how many frames a WebSocket message
+	// carried on average: 1 for protocol 1 Clients and an idle gateway,
+	// more under a burst (protocol 2 batches).
+	sentFrames   prometheus.Counter
+	sentMessages prometheus.Counter
 }
 
 func newGatewayMetrics(m *ops.Metrics) *gatewayMetrics {
 	c := m.Collectors("gateway")
 	return &gatewayMetrics{
-		connections: c.Gauge("connections", "Open WebSocket connections."),
-		sessions:    c.Gauge("watched_sessions", "Sessions with at least one watching connection; each has one shared feed."),
-		frames:      c.CounterVec("client_frames_total", "Frames received from Clients, by frame type.", "type"),
-		dropped:     c.Counter("slow_clients_total", "Connections closed because the Client fell too far behind the frames sent to it."),
+		connections:  c.Gauge("connections", "Open WebSocket connections."),
+		sessions:     c.Gauge("watched_sessions", "Sessions with at least one watching connection; each has one shared feed."),
+		frames:       c.CounterVec("client_frames_total", "Frames received from Clients, by frame type.", "type"),
+		dropped:      c.Counter("slow_clients_total", "Connections closed because the Client fell too far behind the frames sent to it."),
+		sentFrames:   c.Counter("sent_frames_total", "Frames written to Clients."),
+		sentMessages: c.Counter("sent_messages_total", "WebSocket messages written to Clients; a protocol 2 message may carry several frames."),
 		fanOut: c.Histogram("request_fanout_seconds",
 			"Time from a Remote Event request reaching the gateway to its frame being queued for every watching connection.",
 			prometheus.ExponentialBuckets(0.00005, 2, 16)),

@@ -57,14 +57,30 @@ func TestGatewayHelloFirst(t *testing.T) {
 	c := w.dialRaw(w.url + "?token=" + gwTokenAna)
 	c.send(map[string]any{"type": "watch", "id": "w1", "session": "s1", "fromSeq": 1})
 	c.take("UNAUTHORIZED for w1", gwError("w1", "UNAUTHORIZED"))
-	c.send(map[string]any{"type": "hello", "protocol": 1, "client": "test"})
+	c.send(map[string]any{"type": "hello", "protocol": gateway.ProtocolVersion, "client": "test"})
 	c.welcome()
 	c.alive("c1")
 
-	old := w.dialRaw(w.url + "?token=" + gwTokenAna)
-	old.send(map[string]any{"type": "hello", "protocol": 99, "client": "test"})
-	old.take("BAD_REQUEST", gwError("", "BAD_REQUEST"))
-	assert.Equal(t, websocket.StatusPolicyViolation, old.closed())
+	bad := w.dialRaw(w.url + "?token=" + gwTokenAna)
+	bad.send(map[string]any{"type": "hello", "protocol": -1, "client": "test"})
+	bad.take("BAD_REQUEST", gwError("", "BAD_REQUEST"))
+	assert.Equal(t, websocket.StatusPolicyViolation, bad.closed())
+}
+
+// The welcome names the version spoken on the connection: the one hello
+// named when the gateway speaks it, the gateway's newest for a Client
+// newer than the gateway. A protocol 1 Client is still served, one frame
+// per message (docs/protocol.md).
+func TestGatewayProtocolVersions(t *testing.T) {
+	t.Parallel()
+	w := newGWWorld(t, gateway.Limits{})
+	for said, spoken := range map[int]int{1: 1, 2: 2, 99: gateway.ProtocolVersion} {
+		c := w.dialRaw(w.url + "?token=" + gwTokenAna)
+		c.send(map[string]any{"type": "hello", "protocol": said, "client": "test"})
+		welcome := c.welcome()
+		assert.Equal(t, spoken, welcome.Protocol, "hello said protocol %d", said)
+		c.alive("c1")
+	}
 }
 
 // A connection that never says hello is closed after the hello timeout.

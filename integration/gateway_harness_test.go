@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
@@ -100,6 +101,7 @@ type gwFrame struct {
 	Code     string          `json:"code"`
 	Message  string          `json:"message"`
 	ClientID string          `json:"clientId"`
+	Protocol int             `json:"protocol"`
 	User     string          `json:"user"`
 	Event    string          `json:"event"`
 	Payload  json.RawMessage `json:"payload"`
@@ -131,9 +133,12 @@ type gwClient struct {
 	mu     sync.Mutex
 	frames []gwFrame
 	taken  []bool
-	notify chan struct{}
-	done   chan struct{}
-	status websocket.StatusCode // the close status, once done
+	// messages counts the WebSocket messages read, batches those that
+	// were arrays of frames (protocol 2).
+	messages, batches int
+	notify            chan struct{}
+	done              chan struct{}
+	status            websocket.StatusCode // the close status, once done
 }
 
 // dial connects with token in the address, as the web Client does, and
@@ -169,20 +174,44 @@ func (c *gwClient) read() {
 			c.mu.Unlock()
 			return
 		}
-		var f gwFrame
-		if err := json.Unmarshal(data, &f); err != nil {
-			c.t.Errorf("the gateway sent a frame that is not JSON: %q", data)
+		frames, err := gwMessageFrames(data)
+		if err != nil {
+			c.t.Errorf("the gateway sent a message that is not a frame or an array of frames: %q", data)
 			continue
 		}
 		c.mu.Lock()
-		c.frames = append(c.frames, f)
-		c.taken = append(c.taken, false)
+		c.messages++
+		if len(data) > 0 && data[0] == '[' {
+			c.batches++
+		}
+		for _, f := range frames {
+			c.frames = append(c.frames, f)
+			c.taken = append(c.taken, false)
+		}
 		c.mu.Unlock()
 		select {
 		case c.notify <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// gwMessageFrames reads the frames of one message from the gateway: a
+// JSON object, or from protocol 2 on an array of them, in order.
+func gwMessageFrames(data []byte) ([]gwFrame, error) {
+	if len(data) > 0 && data[0] == '[' {
+		var frames []gwFrame
+		if err := json.Unmarshal(data, &frames); err != nil {
+			return nil, err
+		}
+		if len(frames) == 0 {
+			return nil, errors.New("an empty batch")
+		}
+		return frames, nil
+	}
+	var f gwFrame
+	err := json.Unmarshal(data, &f)
+	return []gwFrame{f}, err
 }
 
 // send writes one frame: any value, encoded as JSON, or raw bytes.

@@ -29,6 +29,9 @@ import (
 //
 //	HOLDOVER_GATEWAY_SCALE=1 go test -run 'TestGatewayScale$' -v ./integration/
 //
+// (HOLDOVER_GATEWAY_SCALE=v1 has the Clients speak protocol 1, one frame
+// per message.)
+//
 // It serves 1,000 WebSocket Clients watching 100 Sessions (10 each) from
 // one gateway and reports the request fan-out latency (from the agent's
 // askTimed call to each watching Client's request frame) and the gateway's
@@ -57,6 +60,15 @@ type scaleRecv struct {
 }
 
 func scaleSession(i int) string { return "scale-" + strconv.Itoa(i%scaleSessions) }
+
+// scaleProtocol is the protocol the Clients speak: the gateway's newest,
+// or 1 when HOLDOVER_GATEWAY_SCALE is v1.
+func scaleProtocol() int {
+	if os.Getenv(scaleEnv) == "v1" {
+		return 1
+	}
+	return gateway.ProtocolVersion
+}
 
 func TestGatewayScale(t *testing.T) {
 	if os.Getenv(scaleEnv) == "" {
@@ -223,7 +235,7 @@ func TestGatewayScaleClients(t *testing.T) {
 		ws.SetReadLimit(8 << 20)
 		sid := scaleSession(i)
 		for _, f := range []map[string]any{
-			{"type": "hello", "protocol": gateway.ProtocolVersion, "client": "scale"},
+			{"type": "hello", "protocol": scaleProtocol(), "client": "scale"},
 			{"type": "watch", "id": "w", "session": sid, "fromSeq": 1},
 		} {
 			data, _ := json.Marshal(f)
@@ -240,22 +252,24 @@ func TestGatewayScaleClients(t *testing.T) {
 					return
 				}
 				at := time.Now().UnixNano()
-				var f gwFrame
-				if json.Unmarshal(data, &f) != nil {
+				frames, err := gwMessageFrames(data)
+				if err != nil {
 					continue
 				}
-				switch f.Type {
-				case "ready":
-					once.Do(func() { close(live) })
-				case "request":
-					var p gwPayload
-					_ = json.Unmarshal(f.Payload, &p)
-					mu.Lock()
-					received = append(received, scaleRecv{Session: f.Session, CallID: p.CallID, At: at})
-					mu.Unlock()
-					if i < scaleSessions { // the first Client of the Session answers
-						settle, _ := json.Marshal(map[string]any{"type": "settle", "id": f.ID, "value": map[string]any{"answers": fgAnswer("yes")}})
-						_ = ws.Write(context.Background(), websocket.MessageText, settle)
+				for _, f := range frames {
+					switch f.Type {
+					case "ready":
+						once.Do(func() { close(live) })
+					case "request":
+						var p gwPayload
+						_ = json.Unmarshal(f.Payload, &p)
+						mu.Lock()
+						received = append(received, scaleRecv{Session: f.Session, CallID: p.CallID, At: at})
+						mu.Unlock()
+						if i < scaleSessions { // the first Client of the Session answers
+							settle, _ := json.Marshal(map[string]any{"type": "settle", "id": f.ID, "value": map[string]any{"answers": fgAnswer("yes")}})
+							_ = ws.Write(context.Background(), websocket.MessageText, settle)
+						}
 					}
 				}
 			}

@@ -279,3 +279,44 @@ func TestGatewayWatchPassesOverAProjectionThatIsNotJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"active":[],"settled":[],"timed":false,"lastSeq":2}`, string(c.take("the good view", gwTypeID("view", "w1")).View))
 }
+
+// A protocol 2 Client may get several frames in one message, a protocol 1
+// Client never: each watch of either still gets every event once and in
+// order. Twenty watches of one Session on one connection make each append
+// twenty frames at once, the burst a writer batches (docs/protocol.md).
+func TestGatewayBatchesFramesForProtocol2Only(t *testing.T) {
+	t.Parallel()
+	const watches, appends = 20, 50
+	// Room for the whole burst: what is measured is how frames are sent,
+	// not the slow-Client policy, which a protocol 1 writer on a loaded
+	// machine would otherwise meet.
+	w := newGWWorld(t, gateway.Limits{SendQueue: watches * appends})
+	clients := map[int]*gwClient{}
+	for _, protocol := range []int{1, 2} {
+		c := w.dialRaw(w.url + "?token=" + gwTokenAna)
+		c.send(map[string]any{"type": "hello", "protocol": protocol, "client": "test"})
+		c.welcome()
+		for i := range watches {
+			id := fmt.Sprintf("w%d", i)
+			c.send(map[string]any{"type": "watch", "id": id, "session": "s1"})
+			c.take("ready of "+id, gwTypeID("ready", id))
+		}
+		clients[protocol] = c
+	}
+	seqs := w.gwAppend("s1", appends)
+	for protocol, c := range clients {
+		for i := range watches {
+			id := fmt.Sprintf("w%d", i)
+			assert.Equal(t, seqs, c.seqsOf(id, appends), "protocol %d, watch %s", protocol, id)
+		}
+	}
+	v1 := clients[1]
+	v1.mu.Lock()
+	assert.Zero(t, v1.batches, "a protocol 1 Client gets one frame per message")
+	assert.Equal(t, len(v1.frames), v1.messages)
+	v1.mu.Unlock()
+	v2 := clients[2]
+	v2.mu.Lock()
+	t.Logf("protocol 2: %d frames in %d messages, %d of them batches", len(v2.frames), v2.messages, v2.batches)
+	v2.mu.Unlock()
+}

@@ -106,13 +106,13 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		_ = ws.CloseNow()
 		return nil, err
 	}
-	welcome, err := c.readWelcome(ctx)
+	welcome, rest, err := c.readWelcome(ctx)
 	if err != nil {
 		_ = ws.CloseNow()
 		return nil, err
 	}
 	c.welcome = welcome
-	go c.readLoop()
+	go c.readLoop(rest)
 	return c, nil
 }
 
@@ -138,21 +138,29 @@ func wsURL(gateway string) (string, error) {
 
 // readWelcome reads frames until welcome, or the error that refuses the
 // connection.
-func (c *Conn) readWelcome(ctx context.Context) (Welcome, error) {
+// Frames that shared the welcome's message come back as rest, for the
+// read loop to route first.
+func (c *Conn) readWelcome(ctx context.Context) (welcome Welcome, rest []json.RawMessage, err error) {
 	for {
 		_, data, err := c.ws.Read(ctx)
 		if err != nil {
-			return Welcome{}, holdover.Newf(CodeUnavailable, "the gateway closed the connection before welcome: %v", err)
+			return Welcome{}, nil, holdover.Wrap(err, CodeUnavailable, "the gateway closed the connection before welcome")
 		}
-		f, known, err := parseServerFrame(data)
-		switch {
-		case err != nil:
-			return Welcome{}, err
-		case !known:
-		case f.Type == "welcome":
-			return Welcome{ClientID: f.ClientID, User: f.User, Sessions: f.Sessions}, nil
-		case f.Type == "error" && f.ID == "":
-			return Welcome{}, holdover.New(f.Code, f.Message)
+		frames, err := messageFrames(data)
+		if err != nil {
+			return Welcome{}, nil, err
+		}
+		for i, data := range frames {
+			f, known, err := parseServerFrame(data)
+			switch {
+			case err != nil:
+				return Welcome{}, nil, err
+			case !known:
+			case f.Type == "welcome":
+				return Welcome{ClientID: f.ClientID, User: f.User, Sessions: f.Sessions}, frames[i+1:], nil
+			case f.Type == "error" && f.ID == "":
+				return Welcome{}, nil, holdover.New(f.Code, f.Message)
+			}
 		}
 	}
 }
@@ -346,21 +354,27 @@ func (c *Conn) send(f clientFrame) error {
 	return nil
 }
 
-// readLoop reads and routes frames until the connection ends.
-func (c *Conn) readLoop() {
+// readLoop routes the frames read with the welcome, then reads and routes
+// frames until the connection ends.
+func (c *Conn) readLoop(frames []json.RawMessage) {
 	for {
+		for _, data := range frames {
+			f, known, err := parseServerFrame(data)
+			if err != nil {
+				c.log.Warn("passed over a frame from the gateway", "err", err)
+				continue
+			}
+			if known {
+				c.route(f)
+			}
+		}
 		_, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			c.end(closeError(err))
 			return
 		}
-		f, known, err := parseServerFrame(data)
-		if err != nil {
-			c.log.Warn("passed over a frame from the gateway", "err", err)
-			continue
-		}
-		if known {
-			c.route(f)
+		if frames, err = messageFrames(data); err != nil {
+			c.log.Warn("passed over a message from the gateway", "err", err)
 		}
 	}
 }

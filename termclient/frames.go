@@ -6,8 +6,11 @@ import (
 	"github.com/holdover-dev/holdover"
 )
 
-// ProtocolVersion is the version of docs/protocol.md this Client speaks.
-const ProtocolVersion = 1
+// ProtocolVersion is the version of docs/protocol.md this Client says in
+// hello. From 2 on a message from the gateway may carry several frames
+// (messageFrames); this Client reads a protocol 1 gateway's single frames
+// as well.
+const ProtocolVersion = 2
 
 // The Remote Event name and the methods the terminal Client uses; the
 // gateway forwards them by rule and never looks inside.
@@ -75,6 +78,30 @@ type serverFrame struct {
 type wireEvent struct {
 	Seq  uint64 `json:"seq"`
 	Type string `json:"type"`
+}
+
+// messageFrames splits one message from the gateway into its frames, in
+// order: one frame object, or from protocol 2 on an array of them. Each is
+// parsed with parseServerFrame, so one malformed frame costs no other; a
+// message that is neither is BAD_FRAME.
+func messageFrames(data []byte) ([]json.RawMessage, error) {
+	for _, b := range data {
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '[':
+			var frames []json.RawMessage
+			if err := json.Unmarshal(data, &frames); err != nil {
+				return nil, holdover.Newf(CodeBadFrame, "message is not a JSON array of frames: %v", err)
+			}
+			if len(frames) == 0 {
+				return nil, holdover.New(CodeBadFrame, "message holds no frames")
+			}
+			return frames, nil
+		}
+		break
+	}
+	return []json.RawMessage{data}, nil
 }
 
 // parseServerFrame decodes one gateway frame and checks the fields its

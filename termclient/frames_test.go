@@ -90,3 +90,31 @@ func FuzzParseServerFrame(f *testing.F) {
 		_ = closedFrame(fr.Data)
 	})
 }
+
+// A message is one frame, or from protocol 2 on an array of frames kept in
+// order; an empty array or broken JSON in one is BAD_FRAME, and a frame
+// nested in a batch is no frame.
+func TestMessageFrames(t *testing.T) {
+	one := `{"type":"ready","id":"w1","session":"s"}`
+	frames, err := messageFrames([]byte(one))
+	require.NoError(t, err)
+	assert.Equal(t, []json.RawMessage{json.RawMessage(one)}, frames)
+
+	frames, err = messageFrames([]byte(` [{"type":"view","id":"w1","session":"s","view":null},` + one + `]`))
+	require.NoError(t, err)
+	require.Len(t, frames, 2)
+	f, known, err := parseServerFrame(frames[0])
+	require.NoError(t, err)
+	assert.True(t, known)
+	assert.Equal(t, "view", f.Type)
+	assert.JSONEq(t, one, string(frames[1]))
+
+	for _, bad := range []string{`[]`, `[{"type":"ready"}`} {
+		_, err := messageFrames([]byte(bad))
+		assert.Equal(t, CodeBadFrame, holdover.CodeOf(err), bad)
+	}
+	frames, err = messageFrames([]byte(`[[` + one + `]]`))
+	require.NoError(t, err)
+	_, _, err = parseServerFrame(frames[0])
+	assert.Equal(t, CodeBadFrame, holdover.CodeOf(err))
+}

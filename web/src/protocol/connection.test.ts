@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeSocket } from "../testing/fakeSocket";
 import { RemoteError, type WireError } from "../wire";
 import { Connection, type IncomingRequest } from "./connection";
+import { protocolVersion } from "./frames";
 
 function connect() {
   const socket = new FakeSocket();
@@ -42,7 +43,7 @@ describe("Connection", () => {
     expect(socket.sent).toEqual([]);
     socket.open();
     expect(socket.take()).toEqual([
-      { type: "hello", protocol: 1, client: "holdover-web" },
+      { type: "hello", protocol: 2, client: "holdover-web" },
       { type: "watch", id: "w1", session: "s1", fromSeq: 1 },
     ]);
     socket.deliver({ type: "welcome", protocol: 1, clientId: "k9" });
@@ -53,7 +54,7 @@ describe("Connection", () => {
     const socket = new FakeSocket();
     new Connection(socket, { welcome: () => {}, request: () => {}, cancel: () => {}, error: () => {}, closed: () => {} }, "holdover-web", "t0k");
     socket.open();
-    expect(socket.take()).toEqual([{ type: "hello", protocol: 1, client: "holdover-web", token: "t0k" }]);
+    expect(socket.take()).toEqual([{ type: "hello", protocol: protocolVersion, client: "holdover-web", token: "t0k" }]);
   });
 
   it("routes a watch's events and views to it, and unwatch stops them", () => {
@@ -145,6 +146,22 @@ describe("Connection", () => {
     const second = connection.attachWait("s1", "c2", { frame: () => {}, closed: () => {} });
     second.close();
     expect(socket.take()).toEqual([expect.objectContaining({ type: "open" }), expect.objectContaining({ type: "close" })]);
+  });
+
+  it("handles the frames of a batched message in order; a malformed one costs the others nothing", () => {
+    const { socket, connection, seen } = connect();
+    socket.open();
+    const got: string[] = [];
+    connection.watch("s1", 1, { events: () => got.push("events"), view: () => got.push("view"), ready: () => got.push("ready") });
+    socket.deliver([
+      { type: "view", id: "w1", session: "s1", view: null },
+      { type: "request", session: "s1", event: "user-questions/request" },
+      { type: "presence", who: "x" },
+      { type: "events", id: "w1", session: "s1", events: [] },
+      { type: "ready", id: "w1", session: "s1" },
+    ]);
+    expect(got).toEqual(["view", "events", "ready"]);
+    expect(seen.errors).toEqual([{ code: "BAD_FRAME", message: "frame field id must be a non-empty string" }]);
   });
 
   it("a malformed frame or an error naming nothing goes to the error handler", () => {

@@ -9,7 +9,7 @@ import type { AnswerRequest, DiscardRequest } from "../generated/wire";
 import type { Answer, SessionEvent, View, WireError } from "../wire";
 import { RemoteError } from "../wire";
 import { isRecord } from "../json";
-import { Methods, parseServerFrame, protocolVersion, ProtocolError, type ClientFrame, type ServerFrame, type SessionSummary } from "./frames";
+import { messageFrames, Methods, protocolVersion, ProtocolError, readServerFrame, type ClientFrame, type ServerFrame, type SessionSummary } from "./frames";
 
 /** The part of the browser WebSocket the Connection uses. */
 export type SocketLike = Pick<WebSocket, "readyState" | "send" | "close" | "onopen" | "onmessage" | "onclose" | "onerror">;
@@ -177,15 +177,29 @@ export class Connection implements QuestionsTransport {
     while (this.outbox.length > 0 && this.socket.readyState === socketOpen) this.socket.send(this.outbox.shift() as string);
   }
 
+  /** One message from the gateway: a frame, or from protocol 2 on several, handled in order. */
   private receive(data: unknown): void {
-    let frame: ServerFrame | undefined;
+    let frames: unknown[];
     try {
-      frame = parseServerFrame(typeof data === "string" ? data : "");
+      frames = messageFrames(typeof data === "string" ? data : "");
     } catch (err) {
-      this.handlers.error?.({ code: "BAD_FRAME", message: err instanceof ProtocolError ? err.message : String(err) });
+      this.badFrame(err);
       return;
     }
-    if (frame) this.dispatch(frame);
+    for (const v of frames) {
+      let frame: ServerFrame | undefined;
+      try {
+        frame = readServerFrame(v);
+      } catch (err) {
+        this.badFrame(err);
+        continue;
+      }
+      if (frame) this.dispatch(frame);
+    }
+  }
+
+  private badFrame(err: unknown): void {
+    this.handlers.error?.({ code: "BAD_FRAME", message: err instanceof ProtocolError ? err.message : String(err) });
   }
 
   private dispatch(frame: ServerFrame): void {

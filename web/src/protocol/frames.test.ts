@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { parseServerFrame, ProtocolError } from "./frames";
+import { messageFrames, readServerFrame, ProtocolError } from "./frames";
+
+/** One frame's text as the Connection reads it. */
+const parseServerFrame = (text: string) => readServerFrame(messageFrames(text)[0]);
 
 const question = { id: "q1", question: "Which?", options: [{ label: "A" }] };
 
@@ -105,5 +108,19 @@ describe("the inbox frames", () => {
       sessions: [{ session: "s1", active: [{ callId: "c1", status: "open", questions: [{ id: "db", question: "Which?" }], seq: 3 }], settled: 2, lastSeq: 9, deadlines: { c1: Date.parse("2026-12-02T15:20:29.5Z") } }],
     });
     expect(parseServerFrame('{"type":"ready","id":"i1"}')).toEqual({ type: "ready", id: "i1" });
+  });
+});
+
+describe("messageFrames", () => {
+  it("reads one frame, or from protocol 2 on the frames of a batch in order", () => {
+    expect(messageFrames('{"type":"ready","id":"w1","session":"s1"}')).toEqual([{ type: "ready", id: "w1", session: "s1" }]);
+    const batch = messageFrames('[{"type":"view","id":"w1","session":"s1","view":null},{"type":"ready","id":"w1","session":"s1"}]');
+    expect(batch.map(readServerFrame).map((f) => f?.type)).toEqual(["view", "ready"]);
+  });
+
+  it("refuses an empty batch, and a batch inside a batch is a malformed frame", () => {
+    expect(() => messageFrames("[]")).toThrow(ProtocolError);
+    const [nested] = messageFrames('[[{"type":"ready","id":"w1","session":"s1"}]]');
+    expect(() => readServerFrame(nested)).toThrow(ProtocolError);
   });
 });

@@ -7,8 +7,12 @@ import type { Answer, Call, Question, SessionEvent, Settled, View, WireError } f
 import { readAnswers, readQuestions } from "../wire";
 import { isRecord } from "../json";
 
-/** The protocol version the Client speaks; sent in hello, echoed in welcome. */
-export const protocolVersion = 1;
+/**
+ * The protocol version the Client speaks, sent in hello; the welcome names
+ * the one spoken on the connection. From 2 on a message from the gateway
+ * may carry several frames (messageFrames); this Client reads both forms.
+ */
+export const protocolVersion = 2;
 
 /** The Remote Event name of a question request; the only one this Client answers. */
 export const questionRequestEvent = "user-questions/request";
@@ -56,17 +60,30 @@ export class ProtocolError extends Error {
 }
 
 /**
- * Parses one frame from the gateway. Returns undefined for a frame type
- * this version does not know (a newer gateway may send more); throws a
- * ProtocolError for anything malformed.
+ * Decodes one message from the gateway into the frames it carries, in
+ * order: one frame object, or from protocol 2 on an array of them (the
+ * gateway batches what queued for the connection). Throws a ProtocolError
+ * for a message that is not JSON or an empty array; each frame is read
+ * with readServerFrame, so one malformed frame costs no other.
  */
-export function parseServerFrame(text: string): ServerFrame | undefined {
+export function messageFrames(text: string): unknown[] {
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch {
     throw new ProtocolError("frame is not JSON");
   }
+  if (!Array.isArray(v)) return [v];
+  if (v.length === 0) throw new ProtocolError("message holds no frames");
+  return v;
+}
+
+/**
+ * Reads one decoded frame from the gateway. Returns undefined for a frame
+ * type this version does not know (a newer gateway may send more); throws
+ * a ProtocolError for anything malformed.
+ */
+export function readServerFrame(v: unknown): ServerFrame | undefined {
   if (!isRecord(v) || typeof v.type !== "string") throw new ProtocolError("frame has no type");
   const f = new Fields(v);
   switch (v.type) {
