@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +22,7 @@ import (
 
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/schemas"
 	"github.com/holdover-dev/holdover/streams"
@@ -254,4 +259,96 @@ func githubAnchor(heading string) string {
 		}
 	}
 	return b.String()
+}
+
+// Every header the code names, and every subject it builds, is written in
+// the runtime author's page (or, for the Client's own, in protocol.md):
+// a header or subject added to the wire without its documentation fails
+// here (issue 8: everything that crosses NATS is documented). Headers
+// are found as the code spells them, string constants of the module's
+// packages; subjects are built from package streams' names, the one
+// place they are defined.
+func TestAgentProtocolNamesEveryHeaderAndSubject(t *testing.T) {
+	page, err := os.ReadFile(agentProtocol)
+	require.NoError(t, err)
+	client, err := os.ReadFile(filepath.Join("..", "docs", "protocol.md"))
+	require.NoError(t, err)
+	docs := string(page) + string(client)
+
+	headers := headerConstants(t, "..")
+	for _, h := range []string{"Holdover-Prev-Seq", "Holdover-Caller-Lease", "Holdover-Reservation", "Holdover-User"} {
+		require.Contains(t, headers, h, "the scan of the code's constants misses a header it must find")
+	}
+	for h := range headers {
+		assert.True(t, strings.Contains(docs, "`"+h), "header %s is in the code but in neither docs/agent-protocol.md nor docs/protocol.md", h)
+	}
+
+	bySid := func(wildcard string) string { return strings.Replace(wildcard, "*", "<sid>", 1) }
+	subjects := []string{
+		bySid(streams.AllEvents), bySid(streams.AllInboxes), bySid(streams.AllAsks),
+		bySid(streams.AllCancels), bySid(streams.AllDiscards),
+		bySid(streams.AllInboxes) + ".<call token>",
+		streams.ResumeSubject,
+		streams.OutcomePrefix + ".",
+		streams.LeasePrefix + ".",
+		streams.ClaimFramePrefix + ".",
+		streams.WaitPrefix + ".",
+		lease.AdvisoryPrefix,
+		"$KV." + streams.QuestionsBucket + ".<sid>",
+		"$KV." + streams.RootsBucket + ".<sid>",
+	}
+	for _, ep := range []string{streams.EndpointAsk, streams.EndpointAskTimed, streams.EndpointInflight, streams.EndpointAnswer, streams.EndpointView} {
+		subjects = append(subjects, streams.ServicePrefix+"."+ep)
+	}
+	for _, s := range subjects {
+		assert.True(t, strings.Contains(string(page), s), "subject %s is built by the code but not in docs/agent-protocol.md", s)
+	}
+}
+
+// headerConstants returns every string constant of the module's Go
+// packages (tests, the TypeScript SDK's and web's folders left out) whose
+// value is a Holdover or NATS header name.
+func headerConstants(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	header := regexp.MustCompile(`^(Holdover|Nats)-[A-Z][A-Za-z]*(-[A-Z][A-Za-z]*)*$`)
+	found := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "node_modules", "web", "sdk", ".git", "testdata":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			decl, ok := n.(*ast.GenDecl)
+			if !ok || decl.Tok != token.CONST {
+				return true
+			}
+			for _, spec := range decl.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						if s, err := strconv.Unquote(lit.Value); err == nil && header.MatchString(s) {
+							found[s] = true
+						}
+					}
+				}
+			}
+			return false
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	return found
 }
