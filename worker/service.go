@@ -155,8 +155,9 @@ type endpoint struct {
 	// operation whose answer is spread over the workers (inflight).
 	fanOut bool
 	// repliesLater marks an endpoint that, when serve succeeds, has taken
-	// the reply over and sends it itself (Worker.send) once its
-	// wait settles, so a live wait holds no goroutine and no slot.
+	// the reply over and sends it itself (Worker.send): once its wait
+	// settles, so a live wait holds no goroutine and no slot, or before
+	// work that follows the reply (a late answer's, D7).
 	repliesLater bool
 }
 
