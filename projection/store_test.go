@@ -2,6 +2,7 @@ package projection_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -86,6 +87,34 @@ func TestCaughtUpChecksTheViewItWroteAgainstTheLog(t *testing.T) {
 	v, err = e.store.CaughtUp(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, projection.Fold(e.written["s"]), v)
+}
+
+// D6: the View a Store wrote is kept as a copy of its own and handed out
+// as another, so a caller that changes what CaughtUp returned (a late
+// answer building its reply from the call's questions) changes nothing
+// the next answer checks; and the copy says what the bucket stores.
+func TestCaughtUpHandsOutCopiesOfTheViewItWrote(t *testing.T) {
+	e := newWorkerEnv(t)
+	ctx := context.Background()
+	e.foldedByAStoppedWorker(t, "s", timedHeader(), ask("c1"), pending("c1"))
+	want := projection.Fold(e.written["s"])
+	require.NotEmpty(t, want.Active)
+	require.NotEmpty(t, want.Active[0].Questions)
+
+	v, err := e.store.CaughtUp(ctx, "s")
+	require.NoError(t, err)
+	stored, err := e.Env.Topology.Questions.Get(ctx, "s")
+	require.NoError(t, err)
+	encoded, err := json.Marshal(v)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(stored.Value()), string(encoded), "the kept copy is what the bucket stores")
+
+	v.Active[0].Questions[0].Question = "changed by a caller"
+	v.Active[0].Status = projection.Open
+	v.Active = append(v.Active[:0], projection.Call{CallID: "other"})
+	again, err := e.store.CaughtUp(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, want, again, "a caller's change to its View reaches no other caller")
 }
 
 // foldedByAStoppedWorker appends bodies to sid, runs a worker until it has

@@ -64,7 +64,7 @@ func newDurable(w *Worker) *durable {
 
 func (d *durable) endpoints() []endpoint {
 	return []endpoint{
-		{name: opAnswer, serve: d.answer},
+		{name: opAnswer, serve: d.answer, repliesLater: true},
 		{name: opView, serve: d.view},
 	}
 }
@@ -86,8 +86,11 @@ func (d *durable) stop() {
 	}
 }
 
-// answer is the late-answer endpoint (D6). Once an answer is queued it
-// makes sure a runtime will read it (D7), outside the answer itself.
+// answer is the late-answer endpoint (D6). It sends its reply itself (an
+// error reply is the worker's), and only then, once an answer is queued,
+// makes sure a runtime will read it (D7): that follow-up is no part of
+// the answer, and started before the reply it would compete with it for
+// the connection and the CPU while the caller waits (issue 11).
 func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 	var in holdover.AnswerRequest
 	if err := decode(req.data, &in); err != nil {
@@ -97,10 +100,14 @@ func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 	in.User = req.header.Get(holdover.UserHeader)
 	out, err := d.answerer.Answer(ctx, in)
 	d.count(&out, err)
-	if err == nil && out.Accepted {
+	if err != nil {
+		return nil, err
+	}
+	d.worker.reply(req, out, nil)
+	if out.Accepted {
 		d.background.Go(func() { d.resumeIfIdle(ctx, in.Session, in.CallID, out.MessageID) })
 	}
-	return out, err
+	return out, nil
 }
 
 func (d *durable) count(out *holdover.AnswerResult, err error) {

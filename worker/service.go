@@ -122,6 +122,7 @@ type Worker struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	slots   chan struct{}
+	runners *runners
 
 	// gate orders request admission against Stop: a request joins handled
 	// under a read lock only while open is true, so Stop's Wait never
@@ -155,8 +156,9 @@ type endpoint struct {
 	// operation whose answer is spread over the workers (inflight).
 	fanOut bool
 	// repliesLater marks an endpoint that, when serve succeeds, has taken
-	// the reply over and sends it itself (Worker.send) once its
-	// wait settles, so a live wait holds no goroutine and no slot.
+	// the reply over and sends it itself (Worker.send): once its wait
+	// settles, so a live wait holds no goroutine and no slot, or before
+	// work that follows the reply (a late answer's, D7).
 	repliesLater bool
 }
 
@@ -178,13 +180,14 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 	}
 	cfg = cfg.withDefaults()
 	w := &Worker{
-		nc:    nc,
-		js:    js,
-		top:   top,
-		cfg:   cfg,
-		log:   log.With("service", userquestions.Name),
-		roots: liveroot.New(top.Roots),
-		slots: make(chan struct{}, cfg.MaxConcurrent),
+		nc:      nc,
+		js:      js,
+		top:     top,
+		cfg:     cfg,
+		log:     log.With("service", userquestions.Name),
+		roots:   liveroot.New(top.Roots),
+		slots:   make(chan struct{}, cfg.MaxConcurrent),
+		runners: newRunners(),
 	}
 	w.svc = newAnnouncement(nc)
 	w.parts = []part{newDurable(w), newForeground(w)}
@@ -212,6 +215,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.setOpen(false)
 		w.cancel()
 		w.handled.Wait()
+		w.runners.wait()
 		for _, p := range w.parts[:started] {
 			p.stop()
 		}
@@ -248,6 +252,7 @@ func (w *Worker) Stop() {
 	w.setOpen(false)
 	w.cancel()
 	w.handled.Wait()
+	w.runners.wait()
 	for _, p := range w.parts {
 		p.stop()
 	}
@@ -260,9 +265,10 @@ func (w *Worker) setOpen(open bool) {
 	w.gate.Unlock()
 }
 
-// handler serves ep's requests. The work runs on its own goroutine
-// (bounded by Config.MaxConcurrent), so the subscription, which delivers
-// one message at a time, is never held up by a request.
+// handler serves ep's requests. The work runs on a goroutine of its own,
+// one of the runners (at most Config.MaxConcurrent at once), so the
+// subscription, which delivers one message at a time, is never held up
+// by a request.
 func (w *Worker) handler(ep endpoint) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		req := &request{op: ep.name, subject: m.Subject, reply: m.Reply, header: m.Header, data: m.Data, received: time.Now()}
@@ -281,10 +287,10 @@ func (w *Worker) handler(ep endpoint) nats.MsgHandler {
 		}
 		w.handled.Add(1)
 		w.gate.RUnlock()
-		go func() {
+		w.runners.run(w.ctx, func() {
 			defer func() { <-w.slots; w.handled.Done() }()
 			w.serve(ep, req)
-		}()
+		})
 	}
 }
 
