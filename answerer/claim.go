@@ -51,6 +51,10 @@ func attachWait(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, sid,
 }
 
 func (c *Claim) onFrame(m *nats.Msg) {
+	if userquestions.IsProbe(m) {
+		_ = m.Respond(nil) // alive: the worker keeps the claim past the deadline
+		return
+	}
 	var f userquestions.ClaimFrame
 	if json.Unmarshal(m.Data, &f) != nil {
 		return

@@ -92,6 +92,12 @@ func request(subject string, body any) func(ctx context.Context, p *prober) erro
 	}
 }
 
+// publish sends an empty core message: allowed unless the server
+// refuses it.
+func publish(subject string) func(ctx context.Context, p *prober) error {
+	return func(ctx context.Context, p *prober) error { return p.nc.Publish(subject, nil) }
+}
+
 func api(subject string, body any) func(ctx context.Context, p *prober) error {
 	return func(ctx context.Context, p *prober) error {
 		data, _ := json.Marshal(body)
@@ -226,6 +232,10 @@ func actions(w *world) []action {
 				_, err := p.nc.QueueSubscribe(streams.ServicePrefix+"."+streams.EndpointAnswer, "q", func(*nats.Msg) {})
 				return err
 			}},
+		{name: "probe a claim's holder", allowed: only(auth.Worker, auth.Admin),
+			act: publish(auth.Gateway.InboxPrefix() + ".claim1")},
+		{name: "answer a claim probe", allowed: only(auth.Gateway, auth.Admin),
+			act: publish(streams.OutcomePrefix + ".probe.p1")},
 		{name: "delete a claim", allowed: only(auth.Worker, auth.Gateway, auth.Admin),
 			prepare: func(t *testing.T, w *world) { w.holdClaim(t) },
 			act:     api(jsAPI("CONSUMER.DELETE."+streams.ClaimsStream+"."+w.claim), nil)},

@@ -1,10 +1,12 @@
 package userquestions
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
 	"github.com/holdover-dev/holdover"
@@ -21,7 +23,10 @@ import (
 // subscriber's interest is gone, whether the Client closed it, crashed or
 // lost its gateway. No heartbeat travels over a claim; the only messages
 // in it are the worker's frames: exactly one remainingMs frame after the
-// attach, and a closing frame when the request settles.
+// attach, and a closing frame when the request settles. Past the wait's
+// deadline the worker also asks the holder, on the same deliver subject,
+// whether it is alive ([ProbeClaim]): a frozen holder keeps its
+// connection, and so its consumer, until the server's pings close it.
 //
 // A consumer name carries everything a worker needs to act on an advisory,
 // which names only stream and consumer:
@@ -107,3 +112,46 @@ func RemainingFrame(d time.Duration) []byte {
 
 // ClosingFrame closes a claim when its wait settles (W4).
 var ClosingFrame = []byte(`{"closed":true}`)
+
+// FrameProbe is the [HeaderFrame] of a claim probe: a core message with
+// an empty body that the worker sends to a claim's deliver subject past
+// its wait's deadline, when the caller asks whether the wait is live;
+// never stored. The holder answers at once with an empty message on the
+// probe's reply subject ([IsProbe]); one that does not answer in time
+// loses its claim.
+const FrameProbe = "probe"
+
+// probeReplies is the token after [streams.OutcomePrefix] of a probe's
+// reply subject: holders publish only under that prefix.
+const probeReplies = "probe"
+
+// IsProbe reports whether a message on a claim's deliver subject is the
+// worker's probe rather than a frame. The holder answers it with
+// m.Respond(nil).
+func IsProbe(m *nats.Msg) bool { return m.Reply != "" && m.Header.Get(HeaderFrame) == FrameProbe }
+
+// ProbeClaim asks the holder of a claim, on deliver, the claim consumer's
+// deliver subject, whether it is alive, and reports whether it answered
+// before ctx ended. Nobody subscribed to deliver is NOT_FOUND.
+func ProbeClaim(ctx context.Context, nc *nats.Conn, deliver string) (bool, error) {
+	reply := streams.OutcomePrefix + "." + probeReplies + "." + nuid.Next()
+	sub, err := nc.SubscribeSync(reply)
+	if err != nil {
+		return false, holdover.Wrapf(err, holdover.CodeInternal, "subscribe to the probe reply %s", reply)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	m := nats.NewMsg(deliver)
+	m.Reply = reply
+	m.Header.Set(HeaderFrame, FrameProbe)
+	if err := nc.PublishMsg(m); err != nil {
+		return false, holdover.Wrapf(err, holdover.CodeInternal, "probe %s", deliver)
+	}
+	got, err := sub.NextMsgWithContext(ctx)
+	switch {
+	case err != nil:
+		return false, holdover.Wrapf(err, holdover.CodeInternal, "the holder of %s did not answer the probe", deliver)
+	case IsNoResponders(got):
+		return false, holdover.Newf(holdover.CodeNotFound, "nobody is subscribed to the claim's deliver subject %s", deliver)
+	}
+	return true, nil
+}

@@ -274,6 +274,24 @@ func (w *Wait) onTimer() {
 	w.expireLocked()
 }
 
+// ClaimsPastDeadline returns the ids of the claims that hold the wait
+// past its deadline: none before the deadline, for a wait without one, or
+// for an unclaimed one. A transport checks that their holders are still
+// alive (W2): a holder that froze keeps its claim until its connection is
+// closed, and the deadline timer does not run while it is held.
+func (w *Wait) ClaimsPastDeadline() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.settled || !w.overdue(w.reg.clock.Now()) {
+		return nil
+	}
+	ids := make([]string, 0, len(w.claims))
+	for _, c := range w.claims {
+		ids = append(ids, c.id)
+	}
+	return ids
+}
+
 // overdue reports whether the wait has a deadline and it has passed.
 func (w *Wait) overdue(now time.Time) bool {
 	return !w.deadline.IsZero() && !now.Before(w.deadline)

@@ -524,3 +524,24 @@ func TestNoDeadlineNeverExpires(t *testing.T) {
 	require.True(t, w.Answer(batch))
 	answered(t, w)
 }
+
+// W2, issue 8: the claims holding a wait past its deadline are what a
+// transport checks; before the deadline, unclaimed, or settled, none.
+func TestW2ClaimsPastDeadline(t *testing.T) {
+	clock, r := newTest(t)
+	w := start(t, r, callA, 5*time.Second)
+	a, _ := claim(t, w, "client-a")
+	claim(t, w, "client-b")
+	assert.Empty(t, w.ClaimsPastDeadline(), "before the deadline")
+	clock.Advance(5 * time.Second)
+	assert.Equal(t, []string{"client-a", "client-b"}, w.ClaimsPastDeadline())
+	a.Release()
+	assert.Equal(t, []string{"client-b"}, w.ClaimsPastDeadline())
+	assert.True(t, w.Answer(batch))
+	assert.Empty(t, w.ClaimsPastDeadline(), "settled")
+
+	blocking := start(t, r, callB, 0)
+	claim(t, blocking, "client-c")
+	clock.Advance(time.Hour)
+	assert.Empty(t, blocking.ClaimsPastDeadline(), "no deadline to be past")
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdover-dev/holdover"
 	leases "github.com/holdover-dev/holdover/lease"
@@ -44,7 +45,9 @@ type foregroundHalf struct {
 	subs      []*nats.Subscription
 	stopSync  func()
 	replies   sync.WaitGroup // settled waits whose reply and claims are not done
-	leaseMu   sync.Mutex     // serialises re-holding the lease
+	probes    sync.WaitGroup // claim holders being asked whether they are alive
+	probed    *prometheus.CounterVec
+	leaseMu   sync.Mutex // serialises re-holding the lease
 
 	mu       sync.Mutex
 	lease    *leases.Lease
@@ -63,6 +66,10 @@ func newForeground(w *Worker) *foregroundHalf {
 		callers:   newCallerLeases(w.nc),
 		bound:     w.cfg.ReleaseBound,
 		reconcile: w.cfg.ReconcileEvery,
+		probed: counterVec(w.metrics(), prometheus.CounterOpts{
+			Name: "holdover_claim_probes_total",
+			Help: "Claim holders asked past a claimed wait's deadline whether they are alive, by result: alive, released (no answer in time: the claim was released and deleted), unbound (no subscriber: NATS ends the claim within the release bound) or failed.",
+		}, "result"),
 		leaseID:   id,
 		leaseName: leases.Name(userquestions.RoleWorker, id),
 	}
@@ -135,6 +142,7 @@ func (f *foregroundHalf) stop() {
 	f.stopSync()
 	f.unsubscribe()
 	f.abandon()
+	f.probes.Wait()
 	f.replies.Wait()
 	f.wf.close()
 	f.roots.Stop()
@@ -466,14 +474,21 @@ func (f *foregroundHalf) onAbort(m *nats.Msg) {
 	}
 }
 
-// onStatus tells a reconnected caller whether its request is still live;
-// if not, the reply it was sent was lost while it was cut off.
+// onStatus tells a caller whether its request is still live: one that
+// reconnected (if not, the reply it was sent was lost while it was cut
+// off), or one whose call is past its deadline (caller/backstop.go). Past
+// the deadline a live wait is held by Clients' claims, and their holders
+// are asked whether they are alive (checkClaims).
 func (f *foregroundHalf) onStatus(m *nats.Msg) {
-	answer := []byte("gone")
-	if _, live := f.reg.ByRequest(string(m.Data)); live {
-		answer = []byte("live")
+	w, live := f.reg.ByRequest(string(m.Data))
+	if !live {
+		_ = m.Respond([]byte("gone"))
+		return
 	}
-	_ = m.Respond(answer)
+	_ = m.Respond([]byte("live"))
+	if claims := w.ClaimsPastDeadline(); len(claims) > 0 {
+		f.checkClaims(w, claims)
+	}
 }
 
 // checkCaller ends the waits of a caller whose lease is already gone, and

@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
 	leases "github.com/holdover-dev/holdover/lease"
@@ -139,6 +141,90 @@ func (f *foregroundHalf) awaitPushed(ctx context.Context, name string, seq uint6
 			return
 		}
 	}
+}
+
+// checkClaims asks the holder of each claim on w whether it is alive:
+// the wait is past its deadline and held only by those claims, and its
+// caller has asked whether it is live, as it does every half release
+// bound past the deadline. A holder that freezes (SIGSTOP, a long pause)
+// keeps its NATS connection, and so its claim consumer, until the
+// server's pings close it, seconds later; one that does not answer within
+// probePatience loses its claim instead, so a frozen Client holds a wait
+// less than a release bound past its deadline (W2, issue 8).
+func (f *foregroundHalf) checkClaims(w *waiter.Wait, names []string) {
+	for _, name := range names {
+		f.probes.Go(func() { f.checkClaim(w, name) })
+	}
+}
+
+// checkClaim asks the holder of the claim name on w whether it is alive
+// (probeClaim) and releases and deletes the claim of one that does not
+// answer in time.
+func (f *foregroundHalf) checkClaim(w *waiter.Wait, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), f.probePatience())
+	defer cancel()
+	result, err := f.probeClaim(ctx, name)
+	f.probed.WithLabelValues(result).Inc()
+	if result != probeReleased {
+		if err != nil {
+			f.log.Warn("ask a claim holder whether it is alive", "claim", name, ops.Err(err))
+		}
+		return
+	}
+	key := w.Key()
+	f.log.Warn("a claim holder did not answer past the wait's deadline; its claim is released",
+		"claim", name, "session", key.Session, "call", key.CallID, "patience", f.probePatience(), ops.Err(err))
+	w.Release(name)
+	ctx, cancel = context.WithTimeout(context.Background(), frameTimeout)
+	defer cancel()
+	// Deleted, it is not claimed again by a reconcile, and NATS keeps
+	// nothing for a holder that may never thaw.
+	if err := leases.Delete(ctx, f.js, name); err != nil {
+		f.log.Warn("delete a released claim", "claim", name, ops.Err(err))
+	}
+}
+
+// probePatience is how long a claim's holder has to answer a probe: a
+// quarter of the release bound, so that a probe the caller's status
+// request started has ended before the caller asks again, half a bound
+// later.
+func (f *foregroundHalf) probePatience() time.Duration { return f.bound / 4 }
+
+// The results of a claim probe, as holdover_claim_probes_total counts them.
+const (
+	probeAlive    = "alive"
+	probeReleased = "released"
+	probeUnbound  = "unbound"
+	probeFailed   = "failed"
+)
+
+// probeClaim sends the holder of the claim name a probe on the claim's
+// deliver subject, where its frames arrive (userquestions.ProbeClaim),
+// and waits for the answer until ctx ends. A claim with no subscriber is
+// left to NATS, which ends it within the release bound: its holder may be
+// reconnecting.
+func (f *foregroundHalf) probeClaim(ctx context.Context, name string) (string, error) {
+	c, err := f.js.PushConsumer(ctx, streams.ClaimsStream, name)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return probeUnbound, nil // gone: its advisory releases it
+	case err != nil:
+		return probeFailed, holdover.Wrapf(err, holdover.CodeInternal, "look up claim %s", name)
+	}
+	info := c.CachedInfo()
+	if !info.PushBound {
+		return probeUnbound, nil
+	}
+	answered, err := userquestions.ProbeClaim(ctx, f.nc, info.Config.DeliverSubject)
+	switch {
+	case answered:
+		return probeAlive, nil
+	case holdover.HasCode(err, holdover.CodeNotFound):
+		return probeUnbound, nil // unsubscribed since the look-up
+	case err != nil && ctx.Err() == nil:
+		return probeFailed, err
+	}
+	return probeReleased, err
 }
 
 // leaseLost handles the loss of the worker's own lease: NATS thought the

@@ -6,12 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	leases "github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
 )
 
@@ -116,4 +120,97 @@ func TestReconcileHoldsALostWorkerLeaseAgain(t *testing.T) {
 	alive, err := leases.Exists(context.Background(), fg.js, fg.leaseName)
 	require.NoError(t, err)
 	assert.True(t, alive)
+}
+
+// probes returns how many claim probes of f's worker ended with result.
+func (f *fgTest) probes(result string) float64 {
+	var m dto.Metric
+	require.NoError(f.t, f.svc.foreground().probed.WithLabelValues(result).Write(&m))
+	return m.GetCounter().GetValue()
+}
+
+// askStatus asks fg, as a caller past its call's deadline does, whether
+// the request is live (caller/backstop.go).
+func askStatus(t *testing.T, f *fgTest, requestID string) string {
+	t.Helper()
+	fg := f.svc.foreground()
+	reply, err := f.env.Conn.Request(userquestions.WorkerSubject(fg.leaseName, userquestions.VerbStatus), []byte(requestID), 10*time.Second)
+	require.NoError(t, err)
+	return string(reply.Data)
+}
+
+// W2, issue 8: past the deadline, when the caller asks whether its call
+// is live, the worker asks each claim's holder whether it is alive; an
+// Answerer that answers keeps its claim, and its answer, however late, is
+// the call's result.
+func TestAClaimHolderThatAnswersTheProbeKeepsTheWait(t *testing.T) {
+	f := newFGTest(t)
+	fg := f.svc.foreground()
+	rec := f.watch("s1")
+	agent := f.live("s1")
+	got := make(chan holdover.Outcome, 1)
+	go func() {
+		out, err := f.agent.AskTimed(context.Background(), holdover.AskTimedRequest{Session: "s1", CallID: "call-1", Agent: agent, Questions: q1, TimeoutMs: 60_000})
+		assert.NoError(t, err)
+		got <- out
+	}()
+	d := rec.next(t)
+	claim, err := d.AttachWait(context.Background())
+	require.NoError(t, err)
+	frame(t, claim)
+
+	assert.Equal(t, "live", askStatus(t, f, d.RequestID))
+	assert.Zero(t, f.probes(probeAlive), "before the deadline a claim is not probed")
+	f.clock.Advance(2 * time.Minute)
+	assert.Equal(t, "live", askStatus(t, f, d.RequestID)) // past the deadline: a probe, answered
+	require.Eventually(t, func() bool { return f.probes(probeAlive) >= 1 }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, 1, heldClaims(fg, "s1", "call-1"))
+	answers := []holdover.Answer{{ID: "q1", Selected: []string{"yes"}}}
+	require.NoError(t, d.Settle(answers))
+	select {
+	case out := <-got:
+		assert.False(t, out.Pending)
+		assert.Equal(t, answers, out.Answers)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answer did not reach the caller")
+	}
+	assert.Zero(t, f.probes(probeReleased))
+}
+
+// W2, issue 8: a holder frozen past the deadline (its connection open, its
+// subscription not served) does not answer the probe: its claim is
+// released and deleted, and the call ends pending a quarter of a release
+// bound after the caller asked.
+func TestAFrozenClaimHolderLosesItsClaimPastTheDeadline(t *testing.T) {
+	f := newFGTest(t)
+	fg := f.svc.foreground()
+	rec := f.watch("s1")
+	done := f.askTimed(f.agent, "s1", "call-1", 60_000)
+	d := rec.next(t)
+
+	name, subject, err := userquestions.NewClaimName("s1", "call-1")
+	require.NoError(t, err)
+	nc, js := embeddedtest.Connect(t, f.env.Server.ClientURL())
+	thaw := make(chan struct{})
+	framed := make(chan struct{}, 1)
+	_, err = leases.HoldConsumer(context.Background(), nc, js, name, subject, time.Second, nil, func(*nats.Msg) {
+		framed <- struct{}{}
+		<-thaw // frozen from its first frame on
+	})
+	require.NoError(t, err)
+	defer close(thaw)
+	<-framed
+
+	f.clock.Advance(2 * time.Minute)
+	checked := time.Now()
+	assert.Equal(t, "live", askStatus(t, f, d.RequestID))
+	require.NoError(t, ended(t, done), "pending")
+	took := time.Since(checked)
+	t.Logf("the call ended %v after its caller asked (patience %v)", took, fg.probePatience())
+	assert.Less(t, took, fg.bound/2, "ended before the caller asks again")
+	assert.Equal(t, 1.0, f.probes(probeReleased))
+	require.Eventually(t, func() bool {
+		alive, err := leases.Exists(context.Background(), f.env.JS, name)
+		return err == nil && !alive
+	}, 10*time.Second, 5*time.Millisecond, "the released claim is deleted, after the call ended")
 }
