@@ -175,13 +175,13 @@ func (f *foregroundHalf) checkClaim(w *waiter.Wait, name string) {
 	f.log.Warn("a claim holder did not answer past the wait's deadline; its claim is released",
 		"claim", name, "session", key.Session, "call", key.CallID, "patience", f.probePatience(), ops.Err(err))
 	w.Release(name)
-	ctx, cancel = context.WithTimeout(context.Background(), frameTimeout)
-	defer cancel()
-	// Deleted, it is not claimed again by a reconcile, and NATS keeps
-	// nothing for a holder that may never thaw.
-	if err := leases.Delete(ctx, f.js, name); err != nil {
-		f.log.Warn("delete a released claim", "claim", name, ops.Err(err))
-	}
+	// Closed like the claims of a settled wait: a holder that thaws reads
+	// the closing frame and knows it holds nothing (W4); the consumer is
+	// deleted, so a reconcile does not claim it again, and NATS keeps
+	// nothing for a holder that may never thaw. The claim's one frame went
+	// out long before: it follows the claim by a publish, the probe came a
+	// quarter bound after the caller's status.
+	f.closeClaim(name)
 }
 
 // probePatience is how long a claim's holder has to answer a probe: a

@@ -192,14 +192,22 @@ func TestAFrozenClaimHolderLosesItsClaimPastTheDeadline(t *testing.T) {
 	require.NoError(t, err)
 	nc, js := embeddedtest.Connect(t, f.env.Server.ClientURL())
 	thaw := make(chan struct{})
-	framed := make(chan struct{}, 1)
-	_, err = leases.HoldConsumer(context.Background(), nc, js, name, subject, time.Second, nil, func(*nats.Msg) {
-		framed <- struct{}{}
-		<-thaw // frozen from its first frame on
+	frames := make(chan []byte, 4)
+	_, err = leases.HoldConsumer(context.Background(), nc, js, name, subject, time.Second, nil, func(m *nats.Msg) {
+		if userquestions.IsProbe(m) {
+			return // answered by nobody: the first frame froze the holder
+		}
+		frames <- m.Data
+		if len(frames) == 1 {
+			<-thaw // frozen from its first frame on
+		}
 	})
 	require.NoError(t, err)
-	defer close(thaw)
-	<-framed
+	select {
+	case <-frames: // its remainingMs frame
+	case <-time.After(10 * time.Second):
+		t.Fatal("no remainingMs frame")
+	}
 
 	f.clock.Advance(2 * time.Minute)
 	checked := time.Now()
@@ -213,4 +221,12 @@ func TestAFrozenClaimHolderLosesItsClaimPastTheDeadline(t *testing.T) {
 		alive, err := leases.Exists(context.Background(), f.env.JS, name)
 		return err == nil && !alive
 	}, 10*time.Second, 5*time.Millisecond, "the released claim is deleted, after the call ended")
+
+	close(thaw) // the thawed holder reads the closing frame: it holds nothing (W4)
+	select {
+	case data := <-frames:
+		assert.JSONEq(t, string(userquestions.ClosingFrame), string(data))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the thawed holder got no closing frame")
+	}
 }
