@@ -22,7 +22,7 @@ type Log interface {
 	Logged(ctx context.Context, sid, callID string) (Logged, error)
 }
 
-// Replies are the late replies of calls in the INBOX stream and their
+// Replies are the late replies of calls in the SESSIONS stream and their
 // reservations (D8): one reply subject per call, whose last message is a
 // reply queued there or a marker. Of the replies published to one call
 // while none awaits admission, exactly one is stored: each is published
@@ -36,7 +36,7 @@ type Replies struct {
 	watches releaseWatches
 }
 
-// NewReplies returns the replies in stream (normally Topology.Inbox),
+// NewReplies returns the replies in stream (normally Topology.Sessions),
 // published through js. log answers [Replies.Held]; it may be nil where
 // nothing asks.
 func NewReplies(js jetstream.JetStream, stream jetstream.Stream, log Log) *Replies {

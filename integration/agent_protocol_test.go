@@ -163,8 +163,8 @@ var wireRoutes = []struct {
 	{regexp.MustCompile(`^holdover\.claim\.wait\.`), "frames/claim.json", ""},
 	{regexp.MustCompile(`^\$KV\.liveRoots\.[^.]+$`), "kv/live-root.json", ""},
 	{regexp.MustCompile(`^\$JS\.API\.DIRECT\.GET\.KV_liveRoots\.`), "", "kv/live-root.json"},
-	{regexp.MustCompile(`^\$JS\.API\.DIRECT\.GET\.SESSIONS\.`), "", schemas.EventSchema},
-	{regexp.MustCompile(`^\$JS\.API\.DIRECT\.GET\.INBOX\.`), "", "inbox/message.json"},
+	{regexp.MustCompile(`^\$JS\.API\.DIRECT\.GET\.SESSIONS\.holdover\.session\.[^.]+\.events$`), "", schemas.EventSchema},
+	{regexp.MustCompile(`^\$JS\.API\.DIRECT\.GET\.SESSIONS\.holdover\.session\.[^.]+\.inbox`), "", "inbox/message.json"},
 }
 
 func (w *wireSchemas) observe(m *nats.Msg, sent bool) error {

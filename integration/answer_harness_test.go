@@ -73,7 +73,7 @@ func (w *answerWorld) worker() *worker.Worker {
 	svc := worker.New(nc, js, w.open(js), worker.Config{Views: store}, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
-	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, folderTop.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, folderTop.Sessions, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -110,7 +110,7 @@ func (w *answerWorld) roots() *liveroot.Registry {
 // inboxOf reads every message queued for Session sid, on its own inbox
 // subject and its reply subjects, as a runtime would: markers passed over.
 func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
-	return steertest.Queued(w.t, w.env.Topology.Inbox, sid)
+	return steertest.Queued(w.t, w.env.Topology.Sessions, sid)
 }
 
 // conn opens one more connection to the world's server.

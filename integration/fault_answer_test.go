@@ -90,7 +90,7 @@ func TestFaultFolderKilledBetweenTheMarkerAndTheView(t *testing.T) {
 	victim := fgStart(t, fgProcBinary(t), "folder", "-nats", proxy.URL(), "-creds", w.creds(auth.Worker), "-ackwait", ackWait.String())
 
 	views := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions)
-	replies := inbox.NewReplies(w.env.JS, w.env.Topology.Inbox, views)
+	replies := inbox.NewReplies(w.env.JS, w.env.Topology.Sessions, views)
 	qs := steertest.Questions("q1")
 	s := steertest.NewSession(t, w.log, "folded")
 	s.Continued("call-1", qs)

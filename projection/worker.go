@@ -78,6 +78,7 @@ func (c WorkerConfig) ConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       c.Durable,
 		Description:   "Holdover projection workers: fold Session logs into " + streams.QuestionsBucket,
+		FilterSubject: streams.AllEvents, // the stream holds the inboxes too
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       c.AckWait,

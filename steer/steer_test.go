@@ -142,7 +142,7 @@ func (r *rig) acceptedAndClaimed(t *testing.T, s *steertest.Session, qs []holdov
 // queued reads every message in Session sid's inbox, passing over
 // reservation markers.
 func (r *rig) queued(t *testing.T, sid string) []inbox.Queued {
-	return steertest.Queued(t, r.Topology.Inbox, sid)
+	return steertest.Queued(t, r.Topology.Sessions, sid)
 }
 
 // D6: an accepted answer is queued as a user message with the reply
@@ -175,7 +175,7 @@ func TestD6AcceptedAnswerQueuesTheReplyMessage(t *testing.T) {
 
 	// The message id is the JetStream message id, so a retried publish is
 	// not a second reply.
-	raw, err := r.Topology.Inbox.GetMsg(context.Background(), q[0].Seq)
+	raw, err := r.Topology.Sessions.GetMsg(context.Background(), q[0].Seq)
 	require.NoError(t, err)
 	require.Equal(t, id, raw.Header.Get(jetstream.MsgIDHeader))
 }
@@ -455,7 +455,10 @@ func TestD8FailedPublishReservesNothing(t *testing.T) {
 	qs := steertest.Questions("q1")
 	r.session(t, "s1").Continued("call-1", qs)
 	ctx := context.Background()
-	require.NoError(t, r.JS.DeleteStream(ctx, streams.InboxStream))
+	noReplies := r.Topology.Sessions.CachedInfo().Config
+	noReplies.Subjects = []string{streams.AllEvents, streams.AllInboxes} // no stream takes the reply
+	_, err := r.JS.UpdateStream(ctx, noReplies)
+	require.NoError(t, err)
 
 	r.refused(t, holdover.CodeInternal, "s1", "call-1", steertest.Choose(qs))
 

@@ -156,7 +156,7 @@ func folder(nc *nats.Conn, ackWait time.Duration, provision bool, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	w := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Inbox, nil),
+	w := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Sessions, nil),
 		projection.WorkerConfig{AckWait: ackWait, Logger: log})
 	go func() { _ = w.Run(context.Background()) }()
 	fmt.Println("ready")
