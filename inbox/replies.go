@@ -88,6 +88,40 @@ func (r *Replies) Queue(ctx context.Context, sid, callID string, msg events.Mess
 	return seq, nil
 }
 
+// QueueAfter publishes msg as the reply to callID of sid, provided the
+// last message of the whole Session (streams.SessionWildcard: its log, its
+// inbox, every reply subject) is still the one at stream sequence
+// sessionSeq, and returns its stream sequence. Stored, it proves that
+// nothing happened in the Session since: no event (the View the caller
+// decided from was current, D6) and no reply or marker (the reservation
+// was as it saw it, D8), in one write. When anything moved it fails with
+// CONFLICT, as a retry after a lost acknowledgement does too (the fence
+// is checked before the message id): read, decide again with [Check] and
+// queue with [Replies.Queue]; [Last] then names msg.ID if it was stored.
+func (r *Replies) QueueAfter(ctx context.Context, sid, callID string, msg events.Message, sessionSeq uint64) (uint64, error) {
+	subject, err := streams.ReplySubject(sid, callID)
+	if err != nil {
+		return 0, err
+	}
+	all, err := streams.SessionWildcard(sid)
+	if err != nil {
+		return 0, err
+	}
+	data, err := encode(msg)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := publish(ctx, r.js, &nats.Msg{Subject: subject, Data: data},
+		jetstream.WithMsgID(msg.ID), jetstream.WithExpectLastSequenceForSubject(sessionSeq, all))
+	switch {
+	case streams.IsConflict(err):
+		return 0, holdover.Wrapf(err, holdover.CodeConflict, "session %s moved past stream seq %d", sid, sessionSeq)
+	case err != nil:
+		return 0, holdover.Wrapf(err, holdover.CodeInternal, "queue reply %s to call %s of session %s", msg.ID, callID, sid)
+	}
+	return seq, nil
+}
+
 // maxMarkerAttempts bounds how often a marker write reads the subject
 // again after losing a compare-and-set to another writer of it.
 const maxMarkerAttempts = 32

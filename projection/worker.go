@@ -330,6 +330,9 @@ func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
 			err = w.writeMarks(ctx, sid, before, from, cur.view)
 		}
 		if err == nil && n > 0 {
+			w.prove(ctx, sid, &cur.view)
+		}
+		if err == nil && n > 0 {
 			var rev uint64
 			if rev, err = w.store.save(ctx, sid, cur.rev, cur.view); err == nil {
 				cur.rev = rev

@@ -213,6 +213,12 @@ func InboxSubjects(sid string) ([]string, error) {
 	return []string{subject, subject + ".*"}, nil
 }
 
+// SessionWildcard matches every subject of sid, holdover.session.<sid>.>:
+// its log, its inbox and its reply subjects, all in SESSIONS. A write
+// fenced on its last sequence is stored only if nothing at all happened in
+// the Session since the message at that sequence.
+func SessionWildcard(sid string) (string, error) { return SessionSubject(sid, ">") }
+
 // AskSubject is the core subject where waterfall requests for sid go to
 // the Clients watching it.
 func AskSubject(sid string) (string, error) { return SessionSubject(sid, askSuffix) }
