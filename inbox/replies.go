@@ -3,6 +3,7 @@ package inbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -73,19 +74,8 @@ func (r *Replies) Queue(ctx context.Context, sid, callID string, msg events.Mess
 	if err != nil {
 		return 0, err
 	}
-	data, err := encode(msg)
-	if err != nil {
-		return 0, err
-	}
-	seq, err := publish(ctx, r.js, &nats.Msg{Subject: subject, Data: data},
-		jetstream.WithMsgID(msg.ID), jetstream.WithExpectLastSequencePerSubject(expect))
-	switch {
-	case streams.IsConflict(err):
-		return 0, holdover.Wrapf(err, holdover.CodeConflict, "%s moved past stream seq %d", subject, expect)
-	case err != nil:
-		return 0, holdover.Wrapf(err, holdover.CodeInternal, "queue reply %s to call %s of session %s", msg.ID, callID, sid)
-	}
-	return seq, nil
+	return r.queue(ctx, subject, callID, sid, msg, jetstream.WithExpectLastSequencePerSubject(expect),
+		func() string { return fmt.Sprintf("%s moved past stream seq %d", subject, expect) })
 }
 
 // QueueAfter publishes msg as the reply to callID of sid, provided the
@@ -107,15 +97,21 @@ func (r *Replies) QueueAfter(ctx context.Context, sid, callID string, msg events
 	if err != nil {
 		return 0, err
 	}
+	return r.queue(ctx, subject, callID, sid, msg, jetstream.WithExpectLastSequenceForSubject(sessionSeq, all),
+		func() string { return fmt.Sprintf("session %s moved past stream seq %d", sid, sessionSeq) })
+}
+
+// queue publishes msg on its reply subject under its id with the fence
+// given; a lost compare-and-set is CONFLICT, saying what moved.
+func (r *Replies) queue(ctx context.Context, subject, callID, sid string, msg events.Message, fence jetstream.PublishOpt, moved func() string) (uint64, error) {
 	data, err := encode(msg)
 	if err != nil {
 		return 0, err
 	}
-	seq, err := publish(ctx, r.js, &nats.Msg{Subject: subject, Data: data},
-		jetstream.WithMsgID(msg.ID), jetstream.WithExpectLastSequenceForSubject(sessionSeq, all))
+	seq, err := publish(ctx, r.js, &nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(msg.ID), fence)
 	switch {
 	case streams.IsConflict(err):
-		return 0, holdover.Wrapf(err, holdover.CodeConflict, "session %s moved past stream seq %d", sid, sessionSeq)
+		return 0, holdover.Wrap(err, holdover.CodeConflict, moved())
 	case err != nil:
 		return 0, holdover.Wrapf(err, holdover.CodeInternal, "queue reply %s to call %s of session %s", msg.ID, callID, sid)
 	}

@@ -404,31 +404,41 @@ func TestD8RestoredReclaimedReplyBlocksANewOne(t *testing.T) {
 
 // D6, D8: of 100 late answers to one continued call sent at once, exactly
 // one is queued and the other 99 are REPLY_QUEUED.
+//
+// From a kept View too: each answer starts with the one write, exactly one
+// is stored, and the 99 others, refused, are decided again.
 func TestD8ConcurrentAnswersQueueOneReply(t *testing.T) {
-	bothWays(t, func(t *testing.T, r *rig) {
-		_, qs := r.continuedCall(t)
-		const n = 100
-		var wg sync.WaitGroup
-		results := make([]holdover.AnswerResult, n)
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() { results[i], errs[i] = r.answer(t, "s1", "call-1", steertest.Choose(qs)) })
-		}
-		wg.Wait()
-		var accepted []string
-		for i := range n {
-			if errs[i] == nil {
-				require.True(t, results[i].Accepted)
-				accepted = append(accepted, results[i].MessageID)
-				continue
-			}
-			require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(errs[i]), "%v", errs[i])
-		}
-		require.Len(t, accepted, 1)
-		q := r.queued(t, "s1")
-		require.Len(t, q, 1)
-		require.Equal(t, accepted[0], q[0].Message.ID)
+	t.Run("from the kept View", func(t *testing.T) {
+		r, _ := newKeepingRig(t)
+		concurrentAnswersQueueOneReply(t, r, func(s *steertest.Session) { r.waitKept(t, s) })
 	})
+	bothWays(t, func(t *testing.T, r *rig) { concurrentAnswersQueueOneReply(t, r, func(*steertest.Session) {}) })
+}
+
+func concurrentAnswersQueueOneReply(t *testing.T, r *rig, ready func(*steertest.Session)) {
+	s, qs := r.continuedCall(t)
+	ready(s)
+	const n = 100
+	var wg sync.WaitGroup
+	results := make([]holdover.AnswerResult, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { results[i], errs[i] = r.answer(t, "s1", "call-1", steertest.Choose(qs)) })
+	}
+	wg.Wait()
+	var accepted []string
+	for i := range n {
+		if errs[i] == nil {
+			require.True(t, results[i].Accepted)
+			accepted = append(accepted, results[i].MessageID)
+			continue
+		}
+		require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(errs[i]), "%v", errs[i])
+	}
+	require.Len(t, accepted, 1)
+	q := r.queued(t, "s1")
+	require.Len(t, q, 1)
+	require.Equal(t, accepted[0], q[0].Message.ID)
 }
 
 func TestBadIdsAreBadRequest(t *testing.T) {
@@ -559,36 +569,6 @@ func TestD6OneWriteRefusedByASteeredMessageIsAcceptedOnRetry(t *testing.T) {
 	q := r.queued(t, "s1")
 	require.Len(t, q, 2)
 	require.Equal(t, []string{"steer-1", id}, []string{q[0].Message.ID, q[1].Message.ID})
-}
-
-// D6, D8: with the worker keeping a proven View, one continued call and
-// 100 answers at once: each starts with the one write, exactly one is
-// stored, and the 99 others, refused, are decided again: REPLY_QUEUED.
-func TestD8ConcurrentOneWritesQueueOneReply(t *testing.T) {
-	r, _ := newKeepingRig(t)
-	s, qs := r.continuedCall(t)
-	r.waitKept(t, s)
-	const n = 100
-	var wg sync.WaitGroup
-	results := make([]holdover.AnswerResult, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() { results[i], errs[i] = r.answer(t, "s1", "call-1", steertest.Choose(qs)) })
-	}
-	wg.Wait()
-	var accepted []string
-	for i := range n {
-		if errs[i] == nil {
-			require.True(t, results[i].Accepted)
-			accepted = append(accepted, results[i].MessageID)
-			continue
-		}
-		require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(errs[i]), "%v", errs[i])
-	}
-	require.Len(t, accepted, 1)
-	q := r.queued(t, "s1")
-	require.Len(t, q, 1)
-	require.Equal(t, accepted[0], q[0].Message.ID)
 }
 
 // D6, D8: with a proven View kept, an answer is one write: the stored
