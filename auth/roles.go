@@ -96,7 +96,7 @@ const (
 func topology() []Rule {
 	const why = "look the topology up (streams.Open): configuration and counts, no messages; it provisions nothing"
 	var out []Rule
-	for _, n := range []string{streams.SessionsStream, streams.InboxStream, streams.ClaimsStream,
+	for _, n := range []string{streams.SessionsStream, streams.ClaimsStream,
 		kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket)} {
 		out = append(out, Rule{jsAPI + "STREAM.INFO." + n, why})
 	}
@@ -259,7 +259,7 @@ func worker() Permissions {
 		Pub: concat(
 			topology(),
 			sessionConsumers("the shared durable (projection) and ordered reads of one Session's log (a fold catching up, a late answer's check)"),
-			directGet(streams.SessionsStream, "a Session's last event: is the View caught up (D6)"),
+			directGet(streams.SessionsStream, "a Session's last event: is the View caught up (D6); a reply subject's last message: the call's reservation (D8)"),
 			[]Rule{{streams.KVSubjectPrefix + streams.QuestionsBucket + ".*", "write the projection, compare-and-set (D1)"}},
 			directGet(kvStream(streams.QuestionsBucket), "read Views"),
 			directGet(kvStream(streams.RootsBucket), "check a caller is the live root (M9)"),
@@ -267,7 +267,6 @@ func worker() Permissions {
 			[]Rule{
 				{streams.ReplySubjects, "queue an accepted late answer on its call's reply subject, one write that is the reservation and the reply (D6, D8); and, as the projection worker, the markers that release or restore a reply (D8)"},
 			},
-			directGet(streams.InboxStream, "a reply subject's last message: the call's reservation (D8)"),
 			[]Rule{
 				holdLease(streams.LeaseWorker, "hold its lease on its waits"),
 				{jsAPI + "CONSUMER.DELETE." + streams.ClaimsStream + ".*", "delete a claim once its wait settled, and its own lease when it stops (names are one token: this reaches every consumer of CLAIMS)"},
@@ -350,8 +349,8 @@ func agent() Permissions {
 			topology(),
 			orderedRead(streams.SessionsStream, streams.AllEvents, "read a Session's log to resume it"),
 			directGet(streams.SessionsStream, "a Session's last event"),
-			orderedRead(streams.InboxStream, streams.AllInboxes, "read a Session's own inbox subject (steered messages)"),
-			[]Rule{{jsAPI + "CONSUMER.CREATE." + streams.InboxStream + ".*", "read a Session's inbox: one ordered consumer over its own inbox subject and its calls' reply subjects (several filters, which the create subject does not carry)"}},
+			orderedRead(streams.SessionsStream, streams.AllInboxes, "read a Session's own inbox subject (steered messages)"),
+			[]Rule{{jsAPI + "CONSUMER.CREATE." + streams.SessionsStream + ".*", "read a Session's inbox: one ordered consumer over its own inbox subject and its calls' reply subjects (several filters, which the create subject does not carry); the shared durables' names are denied below"}},
 			[]Rule{{streams.KVSubjectPrefix + streams.RootsBucket + ".*", "register and release itself as a Session's live root (M9)"}},
 			directGet(kvStream(streams.RootsBucket), "read the live root"),
 			[]Rule{
@@ -408,7 +407,7 @@ func operator() Permissions {
 	}
 	// Its readers' ordered consumers end by deletion; CLAIMS is left out,
 	// where every consumer is a claim or a lease.
-	for _, s := range []string{streams.SessionsStream, streams.InboxStream,
+	for _, s := range []string{streams.SessionsStream,
 		kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket)} {
 		p.Pub = append(p.Pub, Rule{jsAPI + "CONSUMER.DELETE." + s + ".*", "delete the ordered consumer a view or a read made (never the durables: denied below)"})
 	}

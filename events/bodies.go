@@ -162,7 +162,8 @@ func (u *UserMessage) Validate() error { return u.Message.Validate() }
 type InboxSpliced struct {
 	Turn    string  `json:"turn,omitempty"`
 	Message Message `json:"message"`
-	// InboxSeq is the inbox stream sequence the message was read from.
+	// InboxSeq is the stream sequence the message was read from (in
+	// SESSIONS, where the inbox subjects are beside the log).
 	InboxSeq uint64 `json:"inboxSeq,omitempty"`
 }
 

@@ -59,7 +59,7 @@ func IsMarker(h nats.Header) bool { return h.Get(MarkerHeader) != "" }
 
 // Last is the last message on a call's reply subject.
 type Last struct {
-	// Seq is its INBOX stream sequence, 0 when the subject is empty. A
+	// Seq is its SESSIONS stream sequence, 0 when the subject is empty. A
 	// reply to the call is published expecting it (D6).
 	Seq uint64
 	// MessageID is the reply it is (its Nats-Msg-Id) or names.

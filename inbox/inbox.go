@@ -1,8 +1,8 @@
 // Package inbox owns each Session's durable inbox and the reply
 // reservations of late answers (D8).
 //
-// Steered messages are queued on the Session's inbox subject in the INBOX
-// stream, late replies on a subject of their own call
+// Steered messages are queued on the Session's inbox subject in the SESSIONS
+// stream beside its log, late replies on a subject of their own call
 // (holdover.session.<sid>.inbox.<call token>); a queued message is the
 // durable reply. The agent runtime reads both (Open, IsMarker, DecodeMsg)
 // and records in the Session log that it spliced, claimed, admitted (as
@@ -113,7 +113,7 @@ func Decode(data []byte) (events.Message, error) {
 	return m, nil
 }
 
-// DecodeMsg decodes a message delivered from the INBOX stream. Pass over
+// DecodeMsg decodes a message delivered from an inbox subject. Pass over
 // reservation markers first ([IsMarker]): they are no message.
 func DecodeMsg(m jetstream.Msg) (Queued, error) {
 	meta, err := m.Metadata()

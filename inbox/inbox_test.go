@@ -29,7 +29,7 @@ func TestPublishIsIdempotentByMessageID(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, seq3, seq1)
 
-	cons, err := inbox.Open(ctx, r.env.Topology.Inbox, "s1", 0)
+	cons, err := inbox.Open(ctx, r.env.Topology.Sessions, "s1", 0)
 	require.NoError(t, err)
 	batch, err := cons.Fetch(3, jetstream.FetchMaxWait(500*time.Millisecond))
 	require.NoError(t, err)
@@ -44,7 +44,7 @@ func TestPublishIsIdempotentByMessageID(t *testing.T) {
 	require.Equal(t, seq1, got[0].Seq)
 
 	// A runtime resumes reading after the last message it spliced.
-	cons, err = inbox.Open(ctx, r.env.Topology.Inbox, "s1", seq1)
+	cons, err = inbox.Open(ctx, r.env.Topology.Sessions, "s1", seq1)
 	require.NoError(t, err)
 	next, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 	require.NoError(t, err)
@@ -63,11 +63,11 @@ func TestPublishRejectsBadInput(t *testing.T) {
 	huge := events.Message{ID: "m1", Role: "user", Content: events.Text(strings.Repeat("x", events.MaxEventBytes)), Source: events.Source{Kind: events.SourceUser}}
 	_, err = inbox.Publish(ctx, r.env.JS, "s1", huge)
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
-	_, err = inbox.Open(ctx, r.env.Topology.Inbox, "*", 0)
+	_, err = inbox.Open(ctx, r.env.Topology.Sessions, "*", 0)
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 	_, err = inbox.Publish(ctx, r.env.JS, ">", events.Message{ID: "m1", Role: "user", Source: events.Source{Kind: events.SourceUser}})
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err), "a Session id is never a wildcard")
-	_, err = inbox.NewReplies(r.env.JS, r.env.Topology.Inbox, nil).Last(ctx, "s1", "")
+	_, err = inbox.NewReplies(r.env.JS, r.env.Topology.Sessions, nil).Last(ctx, "s1", "")
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 }
 

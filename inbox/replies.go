@@ -3,6 +3,7 @@ package inbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -22,7 +23,7 @@ type Log interface {
 	Logged(ctx context.Context, sid, callID string) (Logged, error)
 }
 
-// Replies are the late replies of calls in the INBOX stream and their
+// Replies are the late replies of calls in the SESSIONS stream and their
 // reservations (D8): one reply subject per call, whose last message is a
 // reply queued there or a marker. Of the replies published to one call
 // while none awaits admission, exactly one is stored: each is published
@@ -36,7 +37,7 @@ type Replies struct {
 	watches releaseWatches
 }
 
-// NewReplies returns the replies in stream (normally Topology.Inbox),
+// NewReplies returns the replies in stream (normally Topology.Sessions),
 // published through js. log answers [Replies.Held]; it may be nil where
 // nothing asks.
 func NewReplies(js jetstream.JetStream, stream jetstream.Stream, log Log) *Replies {
@@ -73,15 +74,44 @@ func (r *Replies) Queue(ctx context.Context, sid, callID string, msg events.Mess
 	if err != nil {
 		return 0, err
 	}
+	return r.queue(ctx, subject, callID, sid, msg, jetstream.WithExpectLastSequencePerSubject(expect),
+		func() string { return fmt.Sprintf("%s moved past stream seq %d", subject, expect) })
+}
+
+// QueueAfter publishes msg as the reply to callID of sid, provided the
+// last message of the whole Session (streams.SessionWildcard: its log, its
+// inbox, every reply subject) is still the one at stream sequence
+// sessionSeq, and returns its stream sequence. Stored, it proves that
+// nothing happened in the Session since: no event (the View the caller
+// decided from was current, D6) and no reply or marker (the reservation
+// was as it saw it, D8), in one write. When anything moved it fails with
+// CONFLICT, as a retry after a lost acknowledgement does too (the fence
+// is checked before the message id): read, decide again with [Check] and
+// queue with [Replies.Queue]; [Last] then names msg.ID if it was stored.
+func (r *Replies) QueueAfter(ctx context.Context, sid, callID string, msg events.Message, sessionSeq uint64) (uint64, error) {
+	subject, err := streams.ReplySubject(sid, callID)
+	if err != nil {
+		return 0, err
+	}
+	all, err := streams.SessionWildcard(sid)
+	if err != nil {
+		return 0, err
+	}
+	return r.queue(ctx, subject, callID, sid, msg, jetstream.WithExpectLastSequenceForSubject(sessionSeq, all),
+		func() string { return fmt.Sprintf("session %s moved past stream seq %d", sid, sessionSeq) })
+}
+
+// queue publishes msg on its reply subject under its id with the fence
+// given; a lost compare-and-set is CONFLICT, saying what moved.
+func (r *Replies) queue(ctx context.Context, subject, callID, sid string, msg events.Message, fence jetstream.PublishOpt, moved func() string) (uint64, error) {
 	data, err := encode(msg)
 	if err != nil {
 		return 0, err
 	}
-	seq, err := publish(ctx, r.js, &nats.Msg{Subject: subject, Data: data},
-		jetstream.WithMsgID(msg.ID), jetstream.WithExpectLastSequencePerSubject(expect))
+	seq, err := publish(ctx, r.js, &nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(msg.ID), fence)
 	switch {
 	case streams.IsConflict(err):
-		return 0, holdover.Wrapf(err, holdover.CodeConflict, "%s moved past stream seq %d", subject, expect)
+		return 0, holdover.Wrap(err, holdover.CodeConflict, moved())
 	case err != nil:
 		return 0, holdover.Wrapf(err, holdover.CodeInternal, "queue reply %s to call %s of session %s", msg.ID, callID, sid)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // replyRig is a real server with the topology and the replies of its
-// INBOX stream.
+// SESSIONS stream.
 type replyRig struct {
 	env     *embeddedtest.Env
 	replies *inbox.Replies
@@ -28,7 +28,7 @@ func newReplyRig(t *testing.T) *replyRig {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	return &replyRig{env: env, replies: inbox.NewReplies(env.JS, env.Topology.Inbox, nil), ctx: ctx}
+	return &replyRig{env: env, replies: inbox.NewReplies(env.JS, env.Topology.Sessions, nil), ctx: ctx}
 }
 
 func (r *replyRig) last(t *testing.T, sid, callID string) inbox.Last {
@@ -64,7 +64,7 @@ func TestD8QueueIsTheReservation(t *testing.T) {
 	require.Equal(t, 1, stored)
 	subject, err := streams.ReplySubject("s1", "c1")
 	require.NoError(t, err)
-	info, err := r.env.Topology.Inbox.Info(r.ctx, jetstream.WithSubjectFilter(subject))
+	info, err := r.env.Topology.Sessions.Info(r.ctx, jetstream.WithSubjectFilter(subject))
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), info.State.Subjects[subject])
 
@@ -147,7 +147,7 @@ func TestReaderSeesRepliesMessagesAndMarkers(t *testing.T) {
 	_, err = r.replies.Queue(r.ctx, "s2", "c1", reply(t, "other", "c1"), 0)
 	require.NoError(t, err)
 
-	cons, err := inbox.Open(r.ctx, r.env.Topology.Inbox, "s1", 0)
+	cons, err := inbox.Open(r.ctx, r.env.Topology.Sessions, "s1", 0)
 	require.NoError(t, err)
 	batch, err := cons.Fetch(4, jetstream.FetchMaxWait(500*time.Millisecond))
 	require.NoError(t, err)
@@ -210,7 +210,7 @@ func TestD8WatchReleaseRecheckFindsAMissedRelease(t *testing.T) {
 	reconnected := make(chan struct{}, 1)
 	nc, js := embeddedtest.Connect(t, proxy.URL(), nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1),
 		nats.ReconnectHandler(func(*nats.Conn) { reconnected <- struct{}{} }))
-	watching := inbox.NewReplies(js, r.env.Topology.Inbox, nil)
+	watching := inbox.NewReplies(js, r.env.Topology.Sessions, nil)
 	released, _, err := watching.WatchRelease(r.ctx, "s1", "c1", "m1")
 	require.NoError(t, err)
 	require.NoError(t, nc.Flush())

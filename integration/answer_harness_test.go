@@ -65,15 +65,27 @@ func (w *answerWorld) open(js jetstream.JetStream) *streams.Topology {
 // worker starts what a question worker runs, each on a connection of its
 // own with worker credentials: the userQuestions service and a projection
 // worker, which writes the Views and the reply reservations' markers (D8).
-func (w *answerWorld) worker() *worker.Worker {
+func (w *answerWorld) worker() *worker.Worker { return w.startWorker(true) }
+
+// readingWorker is worker with the service apart from the projection
+// worker's Views, as in a process that runs no projection worker: its
+// late answers read before they write, never the one write from a kept
+// View, whatever the projection worker has proven by then.
+func (w *answerWorld) readingWorker() *worker.Worker { return w.startWorker(false) }
+
+func (w *answerWorld) startWorker(keep bool) *worker.Worker {
 	_, folderJS := w.env.As(w.t, auth.Worker)
 	folderTop := w.open(folderJS)
 	store := projection.NewStore(folderJS, folderTop.Sessions, folderTop.Questions)
 	nc, js := w.env.As(w.t, auth.Worker)
-	svc := worker.New(nc, js, w.open(js), worker.Config{Views: store}, slog.New(slog.DiscardHandler))
+	cfg := worker.Config{Views: store}
+	if !keep {
+		cfg.Views = nil
+	}
+	svc := worker.New(nc, js, w.open(js), cfg, slog.New(slog.DiscardHandler))
 	require.NoError(w.t, svc.Start(context.Background()))
 	w.t.Cleanup(svc.Stop)
-	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, folderTop.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, folderTop.Sessions, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -110,7 +122,7 @@ func (w *answerWorld) roots() *liveroot.Registry {
 // inboxOf reads every message queued for Session sid, on its own inbox
 // subject and its reply subjects, as a runtime would: markers passed over.
 func (w *answerWorld) inboxOf(sid string) []inbox.Queued {
-	return steertest.Queued(w.t, w.env.Topology.Inbox, sid)
+	return steertest.Queued(w.t, w.env.Topology.Sessions, sid)
 }
 
 // conn opens one more connection to the world's server.

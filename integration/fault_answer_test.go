@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
@@ -40,15 +42,27 @@ func isReply(sid, callID string) func(string, nats.Header) bool {
 // the client, whose call failed, answers again through another worker and
 // is told REPLY_QUEUED; the agent admits the one reply, which settles the
 // call.
+//
+// Both ways: a worker that reads before it writes, and one that keeps the
+// Views of its own projection worker and answers with the one write
+// fenced on the whole Session.
 func TestFaultWorkerKilledBetweenTheReplyAndItsAnswer(t *testing.T) {
 	t.Parallel()
+	t.Run("reading", func(t *testing.T) { t.Parallel(); workerKilledBetweenTheReplyAndItsAnswer(t, false) })
+	t.Run("one write", func(t *testing.T) { t.Parallel(); workerKilledBetweenTheReplyAndItsAnswer(t, true) })
+}
+
+func workerKilledBetweenTheReplyAndItsAnswer(t *testing.T, keep bool) {
 	w := newAnswerWorld(t)
 	qs := steertest.Questions("q1")
 	s := steertest.NewSession(t, w.log, "killed")
 	s.Continued("call-1", qs)
 	proxy := embeddedtest.NewProxy(t, w.env.Server.ClientURL())
 	held := proxy.HoldAfter(isReply("killed", "call-1"))
-	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", proxy.URL(), "-creds", w.creds(auth.Worker))
+	victim := fgStart(t, fgProcBinary(t), "worker", "-nats", proxy.URL(), "-creds", w.creds(auth.Worker), fmt.Sprintf("-keep=%t", keep))
+	if keep {
+		projectiontest.Folded(t, w.env.Topology.Questions, "killed", s.Last()) // its projection worker wrote the View
+	}
 
 	answered := make(chan error, 1)
 	go func() {
@@ -63,6 +77,12 @@ func TestFaultWorkerKilledBetweenTheReplyAndItsAnswer(t *testing.T) {
 
 	queued := w.inboxOf("killed")
 	require.Len(t, queued, 1, "the reply is durable")
+	if keep {
+		subject, _ := streams.ReplySubject("killed", "call-1")
+		raw, err := w.env.Topology.Sessions.GetLastMsgForSubject(context.Background(), subject)
+		require.NoError(t, err)
+		require.Equal(t, "holdover.session.killed.>", raw.Header.Get(jetstream.ExpectedLastSubjSeqSubjHeader), "it was the one write")
+	}
 	w.worker()
 	_, err := w.client().Answer(context.Background(), holdover.AnswerRequest{Session: "killed", CallID: "call-1", Answers: steertest.Skip(qs)})
 	require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err), "%v", err)
@@ -90,7 +110,7 @@ func TestFaultFolderKilledBetweenTheMarkerAndTheView(t *testing.T) {
 	victim := fgStart(t, fgProcBinary(t), "folder", "-nats", proxy.URL(), "-creds", w.creds(auth.Worker), "-ackwait", ackWait.String())
 
 	views := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions)
-	replies := inbox.NewReplies(w.env.JS, w.env.Topology.Inbox, views)
+	replies := inbox.NewReplies(w.env.JS, w.env.Topology.Sessions, views)
 	qs := steertest.Questions("q1")
 	s := steertest.NewSession(t, w.log, "folded")
 	s.Continued("call-1", qs)

@@ -326,9 +326,7 @@ func (f *fleet) start() int {
 	require.NoError(f.t, err)
 	kv, err := js.KeyValue(ctx, streams.QuestionsBucket)
 	require.NoError(f.t, err)
-	inboxStream, err := js.Stream(ctx, streams.InboxStream)
-	require.NoError(f.t, err)
-	w := projection.NewWorker(projection.NewStore(js, sessions, kv), inbox.NewReplies(js, inboxStream, nil), f.cfg)
+	w := projection.NewWorker(projection.NewStore(js, sessions, kv), inbox.NewReplies(js, sessions, nil), f.cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	m := &fleetWorker{nc: nc, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- w.Run(ctx) }()

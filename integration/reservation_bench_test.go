@@ -39,9 +39,9 @@ func BenchmarkReplyReservation(b *testing.B) {
 		answers := steertest.Choose(qs)
 		raw := rawPublisher(b, env.JS, qs, answers)
 		raw(-1)
-		replies := inbox.NewReplies(env.JS, env.Topology.Inbox, nil)
+		replies := inbox.NewReplies(env.JS, env.Topology.Sessions, nil)
 		reservations, err := env.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: "benchReservations", Storage: env.Topology.Inbox.CachedInfo().Config.Storage,
+			Bucket: "benchReservations", Storage: env.Topology.Sessions.CachedInfo().Config.Storage,
 		})
 		if err != nil {
 			b.Fatal(err)

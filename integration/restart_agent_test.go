@@ -138,7 +138,7 @@ func TestRestartAnswerWaitsInTheInboxUntilTheAgentIsBack(t *testing.T) {
 	require.True(t, res.Accepted, "a continued question is answerable while no agent runs")
 	subject, err := streams.ReplySubject(restartSession, "call_1")
 	require.NoError(t, err)
-	raw, err := w.env.Topology.Inbox.GetLastMsgForSubject(w.ctx, subject)
+	raw, err := w.env.Topology.Sessions.GetLastMsgForSubject(w.ctx, subject)
 	require.NoError(t, err)
 	queued, err := inbox.Decode(raw.Data)
 	require.NoError(t, err)

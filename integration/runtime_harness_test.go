@@ -77,7 +77,7 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	w.worker = worker.New(nc, js, top, worker.Config{}, quiet)
 	require.NoError(t, w.worker.Start(ctx))
 	t.Cleanup(w.worker.Stop)
-	folder := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Inbox, nil), projection.WorkerConfig{Logger: quiet})
+	folder := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Sessions, nil), projection.WorkerConfig{Logger: quiet})
 	w.agents.Go(func() { _ = folder.Run(ctx) })
 
 	userConn, _ := env.As(t, auth.Gateway)

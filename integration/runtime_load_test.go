@@ -59,7 +59,7 @@ func runSessions(b *testing.B, n int) {
 	defer background.Wait()
 	defer cancel()
 	background.Go(func() {
-		_ = projection.NewWorker(store, inbox.NewReplies(workerJS, env.Topology.Inbox, nil), projection.WorkerConfig{Logger: quiet}).Run(ctx)
+		_ = projection.NewWorker(store, inbox.NewReplies(workerJS, env.Topology.Sessions, nil), projection.WorkerConfig{Logger: quiet}).Run(ctx)
 	})
 
 	script, err := scripted.Parse(`ask db "Which database?" options Postgres,SQLite timeout 1

@@ -36,7 +36,7 @@ func newTermWorld(t *testing.T) *termWorld {
 	t.Helper()
 	w := &termWorld{gwWorld: newGWWorld(t, gateway.Limits{})}
 	w.gateway = "http://" + strings.TrimSuffix(strings.TrimPrefix(w.url, "ws://"), "/ws")
-	folder := projection.NewWorker(projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions), inbox.NewReplies(w.env.JS, w.env.Topology.Inbox, nil),
+	folder := projection.NewWorker(projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions), inbox.NewReplies(w.env.JS, w.env.Topology.Sessions, nil),
 		projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})

@@ -145,7 +145,7 @@ func TestTermclientContinuedCallIsAnsweredLateThenReplyQueued(t *testing.T) {
 	// Each reply records who gave it: the user of the token the gateway
 	// authenticated, whatever the Client says (issue 10).
 	by := map[string]string{}
-	for _, q := range steertest.Queued(t, w.env.Topology.Inbox, "s1") {
+	for _, q := range steertest.Queued(t, w.env.Topology.Sessions, "s1") {
 		by[q.Message.Source.CallID] = q.Message.Source.User
 	}
 	assert.Equal(t, map[string]string{"call-1": "ana", "call-2": "bo"}, by)

@@ -102,6 +102,7 @@ func (c Config) ConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       c.Durable,
 		Description:   "Holdover notifier: webhook notifications of new and pending questions",
+		FilterSubject: streams.AllEvents, // the stream holds the inboxes too
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       c.AckWait,

@@ -164,7 +164,7 @@ func TestNotifierSeedsASessionThatRanBefore(t *testing.T) {
 			first := s.Ask("call_1", questions)
 			if projected {
 				folder := projection.NewWorker(projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions),
-					inbox.NewReplies(w.env.JS, w.env.Topology.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+					inbox.NewReplies(w.env.JS, w.env.Topology.Sessions, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)
 				go func() { done <- folder.Run(ctx) }()

@@ -30,7 +30,7 @@ func (v *View) Apply(e events.Event) {
 	if e.Seq <= v.LastSeq {
 		return
 	}
-	v.LastSeq = e.Seq
+	v.LastSeq, v.SessionSeq = e.Seq, 0
 	switch b := e.Body.(type) {
 	case *events.RequestHeader:
 		v.Timed = offersTimedTool(b.Tools)
@@ -52,10 +52,11 @@ func (v *View) Apply(e events.Event) {
 // cached View can be folded further without touching the original.
 func (v View) Clone() View {
 	out := View{
-		Active:  make([]Call, len(v.Active)),
-		Settled: make([]Settled, len(v.Settled)),
-		Timed:   v.Timed,
-		LastSeq: v.LastSeq,
+		Active:     make([]Call, len(v.Active)),
+		Settled:    make([]Settled, len(v.Settled)),
+		Timed:      v.Timed,
+		LastSeq:    v.LastSeq,
+		SessionSeq: v.SessionSeq,
 	}
 	for i, c := range v.Active {
 		c.Questions = cloneQuestions(c.Questions)

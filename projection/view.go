@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/inbox"
 )
 
 // Status is the state of an active call.
@@ -36,6 +37,10 @@ type Call struct {
 	Released *Queued `json:"released,omitempty"`
 	// Seq is the Session seq of the event that opened the call.
 	Seq uint64 `json:"seq"`
+	// Reply is the last message of the call's reply subject as of the
+	// View's SessionSeq, when that is proven (see View.SessionSeq). It is
+	// not stored: the bucket holds the fold of the log only.
+	Reply inbox.Last `json:"-"`
 }
 
 // Queued is a late reply that was spliced into the agent's inbox. Seq is
@@ -76,6 +81,17 @@ type View struct {
 	// LastSeq is the Session seq (stream sequence) of the last folded
 	// event; the next event of the Session names it in Holdover-Prev-Seq.
 	LastSeq uint64 `json:"lastSeq"`
+	// SessionSeq, when not 0, is the stream sequence of the last message
+	// of the whole Session (holdover.session.<sid>.>: its log, its inbox
+	// and its reply subjects) as of this View, proven by the projection
+	// worker that wrote it ([Worker]): no event after LastSeq, and every
+	// continued call's Reply is its reply subject's last message. A late
+	// answer published expecting it as the Session's last sequence is
+	// stored only if nothing at all happened in the Session since, so it
+	// may decide from this View alone (package steer). It is kept in
+	// memory beside the Views a Store wrote, never stored; folding an
+	// event clears it.
+	SessionSeq uint64 `json:"-"`
 }
 
 // MarshalJSON writes Active and Settled as [] rather than null, so an

@@ -78,6 +78,7 @@ func (c WorkerConfig) ConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       c.Durable,
 		Description:   "Holdover projection workers: fold Session logs into " + streams.QuestionsBucket,
+		FilterSubject: streams.AllEvents, // the stream holds the inboxes too
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       c.AckWait,
@@ -327,6 +328,9 @@ func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
 		n, err = w.advance(ctx, sid, &cur.view, ds)
 		if err == nil && n > 0 {
 			err = w.writeMarks(ctx, sid, before, from, cur.view)
+		}
+		if err == nil && n > 0 {
+			w.prove(ctx, sid, &cur.view)
 		}
 		if err == nil && n > 0 {
 			var rev uint64

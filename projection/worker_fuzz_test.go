@@ -38,7 +38,7 @@ func FuzzWorkerFoldsAnyStoredMessage(f *testing.F) {
 	}
 	env := embeddedtest.Start(f, streams.Config{Memory: true})
 	store := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
-	w := projection.NewWorker(store, inbox.NewReplies(env.JS, env.Topology.Inbox, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	w := projection.NewWorker(store, inbox.NewReplies(env.JS, env.Topology.Sessions, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()

@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -43,9 +44,16 @@ const rebuildFetch = 1024
 // catches up to it before writing, so a rebuild never moves a View back.
 // Sessions stored in the bucket but absent from the log are left alone.
 func (s *Store) Rebuild(ctx context.Context) (RebuildStats, error) {
-	info, err := s.sessions.Info(ctx, jetstream.WithSubjectFilter(">"))
+	info, err := s.sessions.Info(ctx, jetstream.WithSubjectFilter(streams.AllEvents))
 	if err != nil {
 		return RebuildStats{}, holdover.Wrap(err, holdover.CodeInternal, "list sessions")
+	}
+	lastEvent, err := s.sessions.GetLastMsgForSubject(ctx, streams.AllEvents)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return RebuildStats{}, nil
+	case err != nil:
+		return RebuildStats{}, holdover.Wrap(err, holdover.CodeInternal, "read the log's last event")
 	}
 	left := make(map[string]uint64, len(info.State.Subjects)) // events not yet read, per Session
 	for subject, n := range info.State.Subjects {
@@ -55,7 +63,7 @@ func (s *Store) Rebuild(ctx context.Context) (RebuildStats, error) {
 	}
 	w := newRebuildWriter(ctx, s)
 	views := map[string]*View{}
-	read, err := s.scan(ctx, info.State.FirstSeq, info.State.LastSeq, func(sid string, e events.Event) {
+	read, err := s.scan(ctx, info.State.FirstSeq, lastEvent.Sequence, func(sid string, e events.Event) {
 		v := views[sid]
 		if v == nil {
 			nv := New()
@@ -81,7 +89,7 @@ func (s *Store) Rebuild(ctx context.Context) (RebuildStats, error) {
 
 // Sessions lists the ids of every Session with events in the log, sorted.
 func (s *Store) Sessions(ctx context.Context) ([]string, error) {
-	info, err := s.sessions.Info(ctx, jetstream.WithSubjectFilter(">"))
+	info, err := s.sessions.Info(ctx, jetstream.WithSubjectFilter(streams.AllEvents))
 	if err != nil {
 		return nil, holdover.Wrap(err, holdover.CodeInternal, "list sessions")
 	}
@@ -103,13 +111,15 @@ func sessionOf(subject string) (string, bool) {
 }
 
 // scan calls fold for every event of every valid Session stored from seq
-// first to last, in order, and returns how many it read. An event that
+// first to last (the log's last event), in order, passing over the inbox
+// subjects the stream holds too, and returns how many it read. An event that
 // does not decode is passed as a blank, which only advances LastSeq.
 func (s *Store) scan(ctx context.Context, first, last uint64, fold func(sid string, e events.Event)) (int, error) {
 	if last == 0 || first > last {
 		return 0, nil
 	}
 	cons, err := s.sessions.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{streams.AllEvents},
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       first,
 		InactiveThreshold: 5 * time.Second,

@@ -38,7 +38,7 @@ func (e *workerEnv) replySubjectCount(t *testing.T, sid, callID string) uint64 {
 	t.Helper()
 	subject, err := streams.ReplySubject(sid, callID)
 	require.NoError(t, err)
-	info, err := e.Topology.Inbox.Info(context.Background(), jetstream.WithSubjectFilter(subject))
+	info, err := e.Topology.Sessions.Info(context.Background(), jetstream.WithSubjectFilter(subject))
 	require.NoError(t, err)
 	return info.State.Subjects[subject]
 }

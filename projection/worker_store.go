@@ -83,7 +83,7 @@ func (s *Store) CaughtUp(ctx context.Context, sid string) (View, error) {
 			return View{}, err
 		}
 		if seen.LastSeq == last {
-			return seen.Clone(), nil
+			return seen.Clone().unproven(), nil
 		}
 		e, err = s.load(ctx, sid)
 	} else {
@@ -98,6 +98,29 @@ func (s *Store) CaughtUp(ctx context.Context, sid string) (View, error) {
 		}
 	}
 	return e.view, nil
+}
+
+// Kept returns the View of Session sid this Store last wrote, when the
+// projection worker writing through it proved it (View.SessionSeq): what a
+// late answer may decide from without reading anything, leaving the proof
+// that it is still current to its one fenced write (package steer).
+func (s *Store) Kept(sid string) (View, bool) {
+	v, ok := s.seen.get(sid)
+	if !ok || v.SessionSeq == 0 {
+		return View{}, false
+	}
+	return v.Clone(), true
+}
+
+// unproven is v without what the projection worker proved of the whole
+// Session beside it (SessionSeq, each call's Reply): the fold of the log
+// alone, as CaughtUp hands out.
+func (v View) unproven() View {
+	v.SessionSeq = 0
+	for i := range v.Active {
+		v.Active[i].Reply = inbox.Last{}
+	}
+	return v
 }
 
 // Logged returns the reply reservation of call callID of Session sid as

@@ -40,7 +40,7 @@ func newWorkerEnv(t *testing.T) *workerEnv {
 	return &workerEnv{
 		Env:     env,
 		store:   projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions),
-		replies: inbox.NewReplies(env.JS, env.Topology.Inbox, nil),
+		replies: inbox.NewReplies(env.JS, env.Topology.Sessions, nil),
 		log:     sessionlog.New(env.JS, env.Topology.Sessions),
 		written: map[string][]events.Event{},
 		metrics: ops.NewMetrics(),

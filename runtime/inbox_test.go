@@ -83,7 +83,7 @@ func TestTurnThatEndsDiscardsWhatItDidNotAdmit(t *testing.T) {
 // worker writes there: a marker is never spliced or admitted.
 func TestInboxReadsReplySubjectsAndPassesOverMarkers(t *testing.T) {
 	h := start(t, "say Noted.\nsay Noted again.")
-	replies := inbox.NewReplies(h.env.JS, h.env.Topology.Inbox, nil)
+	replies := inbox.NewReplies(h.env.JS, h.env.Topology.Sessions, nil)
 	qs := []holdover.Question{{ID: "q1", Question: "Which?"}}
 	reply, err := events.NewReply("reply-1", "call-1", qs, []holdover.Answer{{ID: "q1", Selected: []string{}}})
 	require.NoError(t, err)

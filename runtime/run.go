@@ -143,9 +143,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open stream %s (is the topology provisioned?)", streams.SessionsStream)
 	}
-	if rt.inbox, err = rt.js.Stream(ctx, streams.InboxStream); err != nil {
-		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open stream %s", streams.InboxStream)
-	}
+	rt.inbox = sessions // the inbox subjects are in SESSIONS beside the log
 	kv, err := rt.js.KeyValue(ctx, streams.RootsBucket)
 	if err != nil {
 		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open bucket %s", streams.RootsBucket)

@@ -28,6 +28,13 @@ type Projection interface {
 	CaughtUp(ctx context.Context, sid string) (projection.View, error)
 }
 
+// Keeper is a Projection that also keeps, in memory, the Views its
+// projection worker wrote with the Session's position proven
+// (projection.View.SessionSeq). *projection.Store is one.
+type Keeper interface {
+	Kept(sid string) (projection.View, bool)
+}
+
 // Answerer takes late answers.
 type Answerer struct {
 	views   Projection
@@ -53,14 +60,22 @@ const maxAttempts = 8
 // answer_to_pending_question text, and its message id is returned. A bad
 // Session or call id is BAD_REQUEST.
 //
-// It reads the View caught up to the Session's last event (one round trip
-// when the projection worker keeps up) and publishes once: the publish
-// expects the reply subject's last message as the answer saw it, so it is
-// the reservation too (D8), and of concurrent answers one is stored. The
-// first attempt takes the reply subject to be empty, as it is until the
-// call's first reply, and leaves the check to the publish; only when the
-// publish finds it otherwise is the subject read, together with the View,
-// and the answer decided again (inbox.Check).
+// When the projection keeps a proven View of the Session (a Keeper whose
+// worker wrote it, projection.View.SessionSeq), the first attempt reads
+// nothing: it decides from that View, which holds both halves of the
+// reservation (inbox.Check), and publishes once, expecting the Session's
+// last message to be still the one the View is as of
+// (inbox.Replies.QueueAfter). Stored, that one write proves the View was
+// current (D6) and the reservation as it said (D8). Refused (anything
+// moved in the Session), or with no proven View kept, the answer reads:
+// the View caught up to the Session's last event (one round trip when the
+// projection worker keeps up) and publishes expecting the reply subject's
+// last message as the answer saw it, so the publish is the reservation
+// too (D8), and of concurrent answers one is stored. Without a kept View
+// the first such attempt takes the reply subject to be empty, as it is
+// until the call's first reply, and leaves the check to the publish; only
+// when the publish finds it otherwise is the subject read, together with
+// the View, and the answer decided again.
 func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (holdover.AnswerResult, error) {
 	if err := streams.CheckSession(req.Session); err != nil {
 		return holdover.AnswerResult{}, err
@@ -69,7 +84,11 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 		return holdover.AnswerResult{}, holdover.Wrap(err, holdover.CodeBadRequest, "call id")
 	}
 	messageID := "reply-" + rand.Text()
-	readLast := false
+	res, done, moved, err := a.answerKept(ctx, req, messageID)
+	if done || err != nil {
+		return res, err
+	}
+	readLast := moved // the Session moved: the reply subject may hold something
 	for range maxAttempts {
 		view, last, err := a.read(ctx, req.Session, req.CallID, readLast)
 		if err != nil {
@@ -126,4 +145,45 @@ func (a *Answerer) read(ctx context.Context, sid, callID string, withLast bool) 
 		err = lastErr
 	}
 	return view, last, err
+}
+
+// answerKept is the one-write attempt of Answer from the proven View the
+// projection keeps, if any. It reports done when the answer is queued,
+// and moved when its write was refused because the Session moved; it
+// leaves everything else (no proven View, a refusal the View would give,
+// a fence the Session moved past) to the reading attempts, because only a
+// stored write proves the View current: a refusal decided from it alone
+// could be stale.
+func (a *Answerer) answerKept(ctx context.Context, req holdover.AnswerRequest, messageID string) (res holdover.AnswerResult, done, moved bool, err error) {
+	k, ok := a.views.(Keeper)
+	if !ok {
+		return holdover.AnswerResult{}, false, false, nil
+	}
+	view, ok := k.Kept(req.Session)
+	if !ok {
+		return holdover.AnswerResult{}, false, false, nil
+	}
+	call, ok := view.Find(req.CallID)
+	if !ok || call.Status != projection.Continued {
+		return holdover.AnswerResult{}, false, false, nil
+	}
+	if _, err := inbox.Check(req.CallID, call.Logged(), call.Reply); err != nil {
+		return holdover.AnswerResult{}, false, false, nil
+	}
+	if holdover.ValidateBatch(call.Questions, req.Answers) != nil {
+		return holdover.AnswerResult{}, false, false, nil
+	}
+	msg, err := events.NewReply(messageID, req.CallID, call.Questions, req.Answers)
+	if err != nil {
+		return holdover.AnswerResult{}, false, false, nil
+	}
+	msg.Source.User = req.User
+	_, err = a.replies.QueueAfter(ctx, req.Session, req.CallID, msg, view.SessionSeq)
+	switch {
+	case err == nil:
+		return holdover.AnswerResult{Accepted: true, MessageID: messageID}, true, false, nil
+	case holdover.HasCode(err, holdover.CodeConflict):
+		return holdover.AnswerResult{}, false, true, nil // something moved: read and decide again
+	}
+	return holdover.AnswerResult{}, false, false, err
 }

@@ -3,10 +3,12 @@ package steer_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -142,7 +144,7 @@ func (r *rig) acceptedAndClaimed(t *testing.T, s *steertest.Session, qs []holdov
 // queued reads every message in Session sid's inbox, passing over
 // reservation markers.
 func (r *rig) queued(t *testing.T, sid string) []inbox.Queued {
-	return steertest.Queued(t, r.Topology.Inbox, sid)
+	return steertest.Queued(t, r.Topology.Sessions, sid)
 }
 
 // D6: an accepted answer is queued as a user message with the reply
@@ -175,7 +177,7 @@ func TestD6AcceptedAnswerQueuesTheReplyMessage(t *testing.T) {
 
 	// The message id is the JetStream message id, so a retried publish is
 	// not a second reply.
-	raw, err := r.Topology.Inbox.GetMsg(context.Background(), q[0].Seq)
+	raw, err := r.Topology.Sessions.GetMsg(context.Background(), q[0].Seq)
 	require.NoError(t, err)
 	require.Equal(t, id, raw.Header.Get(jetstream.MsgIDHeader))
 }
@@ -402,31 +404,41 @@ func TestD8RestoredReclaimedReplyBlocksANewOne(t *testing.T) {
 
 // D6, D8: of 100 late answers to one continued call sent at once, exactly
 // one is queued and the other 99 are REPLY_QUEUED.
+//
+// From a kept View too: each answer starts with the one write, exactly one
+// is stored, and the 99 others, refused, are decided again.
 func TestD8ConcurrentAnswersQueueOneReply(t *testing.T) {
-	bothWays(t, func(t *testing.T, r *rig) {
-		_, qs := r.continuedCall(t)
-		const n = 100
-		var wg sync.WaitGroup
-		results := make([]holdover.AnswerResult, n)
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() { results[i], errs[i] = r.answer(t, "s1", "call-1", steertest.Choose(qs)) })
-		}
-		wg.Wait()
-		var accepted []string
-		for i := range n {
-			if errs[i] == nil {
-				require.True(t, results[i].Accepted)
-				accepted = append(accepted, results[i].MessageID)
-				continue
-			}
-			require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(errs[i]), "%v", errs[i])
-		}
-		require.Len(t, accepted, 1)
-		q := r.queued(t, "s1")
-		require.Len(t, q, 1)
-		require.Equal(t, accepted[0], q[0].Message.ID)
+	t.Run("from the kept View", func(t *testing.T) {
+		r, _ := newKeepingRig(t)
+		concurrentAnswersQueueOneReply(t, r, func(s *steertest.Session) { r.waitKept(t, s) })
 	})
+	bothWays(t, func(t *testing.T, r *rig) { concurrentAnswersQueueOneReply(t, r, func(*steertest.Session) {}) })
+}
+
+func concurrentAnswersQueueOneReply(t *testing.T, r *rig, ready func(*steertest.Session)) {
+	s, qs := r.continuedCall(t)
+	ready(s)
+	const n = 100
+	var wg sync.WaitGroup
+	results := make([]holdover.AnswerResult, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { results[i], errs[i] = r.answer(t, "s1", "call-1", steertest.Choose(qs)) })
+	}
+	wg.Wait()
+	var accepted []string
+	for i := range n {
+		if errs[i] == nil {
+			require.True(t, results[i].Accepted)
+			accepted = append(accepted, results[i].MessageID)
+			continue
+		}
+		require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(errs[i]), "%v", errs[i])
+	}
+	require.Len(t, accepted, 1)
+	q := r.queued(t, "s1")
+	require.Len(t, q, 1)
+	require.Equal(t, accepted[0], q[0].Message.ID)
 }
 
 func TestBadIdsAreBadRequest(t *testing.T) {
@@ -455,7 +467,10 @@ func TestD8FailedPublishReservesNothing(t *testing.T) {
 	qs := steertest.Questions("q1")
 	r.session(t, "s1").Continued("call-1", qs)
 	ctx := context.Background()
-	require.NoError(t, r.JS.DeleteStream(ctx, streams.InboxStream))
+	noReplies := r.Topology.Sessions.CachedInfo().Config
+	noReplies.Subjects = []string{streams.AllEvents, streams.AllInboxes} // no stream takes the reply
+	_, err := r.JS.UpdateStream(ctx, noReplies)
+	require.NoError(t, err)
 
 	r.refused(t, holdover.CodeInternal, "s1", "call-1", steertest.Choose(qs))
 
@@ -464,4 +479,112 @@ func TestD8FailedPublishReservesNothing(t *testing.T) {
 	r.Topology = top
 	require.Equal(t, inbox.Last{}, r.lastReply(t, "s1", "call-1"))
 	r.accept(t, "s1", "call-1", steertest.Choose(qs))
+}
+
+// newKeepingRig is a marking rig whose projection worker the test stops,
+// and waitKept waits until the View the worker wrote of s, as of its last
+// event, is kept proven (projection.View.SessionSeq): what the one-write
+// attempt of a late answer decides from.
+func newKeepingRig(t *testing.T) (*rig, func()) {
+	r := newRig(t)
+	stop := r.RunWorker(t)
+	r.marking = true
+	return r, stop
+}
+
+func (r *rig) waitKept(t *testing.T, s *steertest.Session) projection.View {
+	t.Helper()
+	var kept projection.View
+	require.Eventually(t, func() bool {
+		v, ok := r.Views.Kept(s.ID)
+		kept = v
+		return ok && v.LastSeq == s.Last()
+	}, 10*time.Second, 5*time.Millisecond, "the worker keeps a proven View of %s", s.ID)
+	return kept
+}
+
+// D6: the one write decides from the kept View and expects the Session
+// to be as of it; an event appended since (here the agent admitting
+// another reply, which settles the call) makes the server refuse it, and
+// the answer is decided again on the View caught up to the log: not
+// answerable, nothing queued.
+func TestD6OneWriteRefusedByAnEventDecidesAgain(t *testing.T) {
+	r, stop := newKeepingRig(t)
+	s, qs := r.continuedCall(t)
+	kept := r.waitKept(t, s)
+	stop() // the kept View goes stale from here
+
+	other := steer.New(struct{ steer.Projection }{r.Views}, r.Replies) // another process: no kept View
+	res, err := other.Answer(context.Background(), holdover.AnswerRequest{Session: "s1", CallID: "call-1", Answers: steertest.Choose(qs)})
+	require.NoError(t, err)
+	require.True(t, res.Accepted)
+	q := r.queued(t, "s1")
+	s.Splice(q[0].Message, q[0].Seq)
+	s.Claim(res.MessageID)
+	s.Admit(q[0].Message)
+	stale, ok := r.Views.Kept("s1")
+	require.True(t, ok)
+	require.Equal(t, kept.SessionSeq, stale.SessionSeq, "the answer below starts from the stale kept View")
+	require.Less(t, stale.SessionSeq, s.Last())
+
+	r.notAnswerable(t, "s1", "call-1", steertest.Choose(qs), "the call settled after the kept View (D5, D6)")
+	require.Len(t, r.queued(t, "s1"), 1, "nothing more queued")
+}
+
+// D8: a reply queued since the kept View (by a process that keeps none)
+// makes the one write fail, and the answer decided again on the reply
+// subject is REPLY_QUEUED.
+func TestD8OneWriteRefusedByAReplyIsReplyQueued(t *testing.T) {
+	r, stop := newKeepingRig(t)
+	s, qs := r.continuedCall(t)
+	r.waitKept(t, s)
+	stop()
+
+	other := steer.New(struct{ steer.Projection }{r.Views}, r.Replies)
+	res, err := other.Answer(context.Background(), holdover.AnswerRequest{Session: "s1", CallID: "call-1", Answers: steertest.Choose(qs)})
+	require.NoError(t, err)
+	require.True(t, res.Accepted)
+	kept, ok := r.Views.Kept("s1")
+	require.True(t, ok, "the kept View still says the call is free")
+	require.Equal(t, inbox.Last{}, kept.Active[0].Reply)
+
+	r.refused(t, holdover.CodeReplyQueued, "s1", "call-1", steertest.Choose(qs))
+	require.Len(t, r.queued(t, "s1"), 1)
+}
+
+// D6, D8: a steered message queued since the kept View moves the Session,
+// so the one write is refused; the answer read again finds the call still
+// free and is accepted, after the steered message.
+func TestD6OneWriteRefusedByASteeredMessageIsAcceptedOnRetry(t *testing.T) {
+	r, stop := newKeepingRig(t)
+	s, qs := r.continuedCall(t)
+	r.waitKept(t, s)
+	stop()
+
+	steered := events.Message{ID: "steer-1", Role: "user", Content: events.Text("also, use Go"), Source: events.Source{Kind: events.SourceUser}}
+	_, err := inbox.Publish(context.Background(), r.JS, "s1", steered)
+	require.NoError(t, err)
+
+	id := r.accept(t, "s1", "call-1", steertest.Choose(qs))
+	q := r.queued(t, "s1")
+	require.Len(t, q, 2)
+	require.Equal(t, []string{"steer-1", id}, []string{q[0].Message.ID, q[1].Message.ID})
+}
+
+// D6, D8: with a proven View kept, an answer is one write: the stored
+// reply expected the whole Session's last message to be the one the View
+// is as of, and nothing was read to decide it.
+func TestD6OneWriteFromTheKeptView(t *testing.T) {
+	r, _ := newKeepingRig(t)
+	s, qs := r.continuedCall(t)
+	kept := r.waitKept(t, s)
+
+	id := r.accept(t, "s1", "call-1", steertest.Choose(qs))
+	subject, err := streams.ReplySubject("s1", "call-1")
+	require.NoError(t, err)
+	raw, err := r.Topology.Sessions.GetLastMsgForSubject(context.Background(), subject)
+	require.NoError(t, err)
+	require.Equal(t, id, raw.Header.Get(nats.MsgIdHdr))
+	require.Equal(t, "holdover.session.s1.>", raw.Header.Get(jetstream.ExpectedLastSubjSeqSubjHeader))
+	require.Equal(t, strconv.FormatUint(kept.SessionSeq, 10), raw.Header.Get(jetstream.ExpectedLastSubjSeqHeader))
 }

@@ -10,10 +10,16 @@ import (
 
 // Stream and bucket names.
 const (
-	SessionsStream  = "SESSIONS"
-	InboxStream     = "INBOX"
-	QuestionsBucket = "userQuestions"
-	RootsBucket     = "liveRoots"
+	// SessionsStream holds every Session's log and its inbox: the events
+	// subject, the inbox subject of steered messages and the reply subject
+	// of each call, so one fenced write can expect the whole Session
+	// (holdover.session.<sid>.>) to be as a reader saw it.
+	SessionsStream = "SESSIONS"
+	// LegacyInboxStream is where versions before it kept the inbox
+	// subjects; Provision moves what it holds into SESSIONS.
+	LegacyInboxStream = "INBOX"
+	QuestionsBucket   = "userQuestions"
+	RootsBucket       = "liveRoots"
 	// ClaimsStream holds the Client claims and liveness leases (ephemeral
 	// consumers) and the short-lived frames workers send into claims.
 	ClaimsStream = "CLAIMS"
@@ -193,6 +199,10 @@ func ReplySubject(sid, callID string) (string, error) {
 // ReplySubjects matches the reply subject of every call of every Session.
 const ReplySubjects = sessionPrefix + "*." + inboxSuffix + ".*"
 
+// SessionSubjects are the subjects of the SESSIONS stream: every
+// Session's log, inbox and reply subjects.
+var SessionSubjects = []string{AllEvents, AllInboxes, ReplySubjects}
+
 // InboxSubjects are the subjects a reader of sid's inbox filters on: the
 // Session's own inbox subject and every per-call reply subject.
 func InboxSubjects(sid string) ([]string, error) {
@@ -202,6 +212,12 @@ func InboxSubjects(sid string) ([]string, error) {
 	}
 	return []string{subject, subject + ".*"}, nil
 }
+
+// SessionWildcard matches every subject of sid, holdover.session.<sid>.>:
+// its log, its inbox and its reply subjects, all in SESSIONS. A write
+// fenced on its last sequence is stored only if nothing at all happened in
+// the Session since the message at that sequence.
+func SessionWildcard(sid string) (string, error) { return SessionSubject(sid, ">") }
 
 // AskSubject is the core subject where waterfall requests for sid go to
 // the Clients watching it.

@@ -59,8 +59,8 @@ func (c Config) claimFrameAge() time.Duration {
 
 // Topology holds handles to every provisioned stream and bucket.
 type Topology struct {
+	// Sessions holds the Session logs and inboxes.
 	Sessions  jetstream.Stream
-	Inbox     jetstream.Stream
 	Claims    jetstream.Stream
 	Questions jetstream.KeyValue
 	Roots     jetstream.KeyValue
@@ -86,9 +86,8 @@ func (c Config) StreamConfigs() []jetstream.StreamConfig {
 	claims.MaxAge = c.claimFrameAge()
 	claims.Duplicates = min(claims.Duplicates, claims.MaxAge) // JetStream refuses a window beyond MaxAge
 	return []jetstream.StreamConfig{
-		base(SessionsStream, "Holdover Session logs: one subject per Session", AllEvents),
-		base(InboxStream, "Holdover Session inboxes: durable steered messages, late replies per call",
-			AllInboxes, ReplySubjects),
+		base(SessionsStream, "Holdover Sessions: the log of each, its durable steered messages and its late replies per call",
+			SessionSubjects...),
 		claims,
 	}
 }
@@ -113,9 +112,17 @@ func (c Config) BucketConfigs() []jetstream.KeyValueConfig {
 // Provision creates or updates every stream and bucket. It is idempotent.
 // A change JetStream cannot make in place (storage type, say) is an error
 // that names the stream and field.
+//
+// A topology of an older version, which kept the inbox subjects in a
+// stream of their own (LegacyInboxStream), is migrated first without
+// losing a message ([migrateInbox]).
 func Provision(ctx context.Context, js jetstream.JetStream, c Config) (*Topology, error) {
+	wants := c.StreamConfigs()
+	if err := migrateInbox(ctx, js, wants[0]); err != nil {
+		return nil, err
+	}
 	var handles []jetstream.Stream
-	for _, want := range c.StreamConfigs() {
+	for _, want := range wants {
 		s, err := ensureStream(ctx, js, want)
 		if err != nil {
 			return nil, err
@@ -131,7 +138,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config) (*Topology
 		buckets = append(buckets, kv)
 	}
 	return &Topology{
-		Sessions: handles[0], Inbox: handles[1], Claims: handles[2],
+		Sessions: handles[0], Claims: handles[1],
 		Questions: buckets[0], Roots: buckets[1],
 	}, nil
 }
@@ -145,7 +152,7 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Topology, error) {
 	for _, s := range []struct {
 		name string
 		into *jetstream.Stream
-	}{{SessionsStream, &t.Sessions}, {InboxStream, &t.Inbox}, {ClaimsStream, &t.Claims}} {
+	}{{SessionsStream, &t.Sessions}, {ClaimsStream, &t.Claims}} {
 		h, err := js.Stream(ctx, s.name)
 		if err != nil {
 			return nil, holdover.Wrapf(err, holdover.CodeInternal, "look up stream %s (provision it first: holdover provision)", s.name)

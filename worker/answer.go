@@ -44,7 +44,7 @@ func newDurable(w *Worker) *durable {
 	if views == nil {
 		views = projection.NewStore(w.js, w.top.Sessions, w.top.Questions)
 	}
-	replies := inbox.NewReplies(w.js, w.top.Inbox, views)
+	replies := inbox.NewReplies(w.js, w.top.Sessions, views)
 	return &durable{
 		worker:   w,
 		views:    views,

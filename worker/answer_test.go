@@ -233,7 +233,7 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 	// runtime-b reads its reply: spliced, claimed and admitted (D8).
 	subject, err := streams.ReplySubject("reads", "call-1")
 	require.NoError(t, err)
-	raw, err := r.env.Topology.Inbox.GetLastMsgForSubject(ctx, subject)
+	raw, err := r.env.Topology.Sessions.GetLastMsgForSubject(ctx, subject)
 	require.NoError(t, err)
 	reply, err := inbox.Decode(raw.Data)
 	require.NoError(t, err)
@@ -243,7 +243,7 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 	// No projection worker runs here, so the release is not marked yet:
 	// inbox reads it from the log.
 	views := projection.NewStore(r.env.JS, r.env.Topology.Sessions, r.env.Topology.Questions)
-	held, err := inbox.NewReplies(r.env.JS, r.env.Topology.Inbox, views).Held(ctx, "reads", "call-1", reply.ID)
+	held, err := inbox.NewReplies(r.env.JS, r.env.Topology.Sessions, views).Held(ctx, "reads", "call-1", reply.ID)
 	require.NoError(t, err)
 	require.False(t, held, "the admitted reply's reservation is released")
 	require.NoError(t, readsRoot.End(ctx))

@@ -74,7 +74,7 @@ func runProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if _, err := streams.Provision(ctx, js, cfg); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "provisioned %s, %s, %s and the buckets %s, %s\n", streams.SessionsStream, streams.InboxStream, streams.ClaimsStream,
+	fmt.Fprintf(stdout, "provisioned %s, %s and the buckets %s, %s\n", streams.SessionsStream, streams.ClaimsStream,
 		streams.QuestionsBucket, streams.RootsBucket)
 	return nil
 }

@@ -267,7 +267,7 @@ func TestAuthInitAndProvision(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	code, stdout, stderr = cli(t, "provision", "--nats", srv.ClientURL(), "--creds", setup.Creds("acme", auth.Admin), "--memory")
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "provisioned SESSIONS, INBOX, CLAIMS")
+	assert.Contains(t, stdout, "provisioned SESSIONS, CLAIMS and")
 	opts, err := ops.NATSConfig{Creds: setup.Creds("acme", auth.Operator)}.Options()
 	require.NoError(t, err)
 	_, js := embeddedtest.Connect(t, srv.ClientURL(), opts...)

@@ -34,7 +34,7 @@ func Start(t testing.TB) *Env {
 		Env:     env,
 		Log:     sessionlog.New(env.JS, env.Topology.Sessions),
 		Views:   views,
-		Replies: inbox.NewReplies(env.JS, env.Topology.Inbox, views),
+		Replies: inbox.NewReplies(env.JS, env.Topology.Sessions, views),
 	}
 }
 
@@ -60,18 +60,22 @@ func (e *Env) RunWorker(t testing.TB) (stop func()) {
 	return stop
 }
 
-// Queued reads every message stream (INBOX) holds for Session sid, on its
-// own subject and its reply subjects, in order, passing over reservation
-// markers as a runtime does.
+// Queued reads every message stream (SESSIONS) holds for Session sid's
+// inbox, on its own subject and its reply subjects, in order, passing over
+// reservation markers as a runtime does.
 func Queued(t testing.TB, stream jetstream.Stream, sid string) []inbox.Queued {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("holdover.session."+sid+".>"))
+	subjects, err := streams.InboxSubjects(sid)
 	require.NoError(t, err)
 	want := 0
-	for _, n := range info.State.Subjects {
-		want += int(n)
+	for _, subject := range subjects {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+		require.NoError(t, err)
+		for _, n := range info.State.Subjects {
+			want += int(n)
+		}
 	}
 	if want == 0 {
 		return nil

@@ -58,7 +58,7 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 		metrics = ops.NewMetrics()
 	}
 	store := projection.NewStore(js, topo.Sessions, topo.Questions)
-	projector := projection.NewWorker(store, inbox.NewReplies(js, topo.Inbox, store), projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
+	projector := projection.NewWorker(store, inbox.NewReplies(js, topo.Sessions, store), projection.WorkerConfig{Metrics: metrics, Logger: cfg.Logger})
 	svcCfg := cfg.Service
 	svcCfg.Metrics = metrics
 	svcCfg.Views = store

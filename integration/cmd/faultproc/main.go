@@ -71,6 +71,7 @@ func main() {
 	report := fs.Bool("report", false, "agent: print each call's outcome")
 	store := fs.String("store", "", "server: JetStream store folder")
 	ackWait := fs.Duration("ackwait", 0, "folder: AckWait of the projection consumer (0: the default)")
+	keep := fs.Bool("keep", false, "worker: run a projection worker too, sharing its Views with the late answers, as question-worker does (the one-write late answer)")
 	_ = fs.Parse(os.Args[2:])
 	if os.Args[1] == "server" {
 		if err := serve(*store); err != nil {
@@ -90,7 +91,7 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "worker":
-		err = serveWorker(nc, *bound, *creds == "", log)
+		err = serveWorker(nc, *bound, *creds == "", *keep, log)
 	case "folder":
 		err = folder(nc, *ackWait, *creds == "", log)
 	case "agent":
@@ -136,13 +137,21 @@ func topology(nc *nats.Conn, provision bool) (jetstream.JetStream, *streams.Topo
 	return js, top, err
 }
 
-// serveWorker serves the userQuestions service on the topology the test made.
-func serveWorker(nc *nats.Conn, bound time.Duration, provision bool, log *slog.Logger) error {
+// serveWorker serves the userQuestions service on the topology the test
+// made; with keep, beside a projection worker whose Views its late answers
+// decide from.
+func serveWorker(nc *nats.Conn, bound time.Duration, provision, keep bool, log *slog.Logger) error {
 	js, top, err := topology(nc, provision)
 	if err != nil {
 		return err
 	}
-	svc := worker.New(nc, js, top, worker.Config{ReleaseBound: bound}, log)
+	cfg := worker.Config{ReleaseBound: bound}
+	if keep {
+		cfg.Views = projection.NewStore(js, top.Sessions, top.Questions)
+		w := projection.NewWorker(cfg.Views, inbox.NewReplies(js, top.Sessions, nil), projection.WorkerConfig{Logger: log})
+		go func() { _ = w.Run(context.Background()) }()
+	}
+	svc := worker.New(nc, js, top, cfg, log)
 	if err := svc.Start(context.Background()); err != nil {
 		return err
 	}
@@ -156,7 +165,7 @@ func folder(nc *nats.Conn, ackWait time.Duration, provision bool, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	w := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Inbox, nil),
+	w := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Sessions, nil),
 		projection.WorkerConfig{AckWait: ackWait, Logger: log})
 	go func() { _ = w.Run(context.Background()) }()
 	fmt.Println("ready")

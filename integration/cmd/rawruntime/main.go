@@ -568,7 +568,7 @@ type inboxMsg struct {
 // messages seen already (§9).
 func (rt *runtime) readInbox(ctx context.Context) (<-chan inboxMsg, error) {
 	base := "holdover.session." + rt.cfg.session + ".inbox"
-	cons, err := rt.js.OrderedConsumer(ctx, "INBOX", jetstream.OrderedConsumerConfig{FilterSubjects: []string{base, base + ".*"}})
+	cons, err := rt.js.OrderedConsumer(ctx, "SESSIONS", jetstream.OrderedConsumerConfig{FilterSubjects: []string{base, base + ".*"}})
 	if err != nil {
 		return nil, err
 	}

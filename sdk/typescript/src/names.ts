@@ -4,8 +4,10 @@
 
 import { Code, HoldoverError } from "./errors.js";
 
+// SESSIONS holds each Session's log and its inbox (steered messages and
+// per-call replies): one stream, so one fenced write can expect the whole
+// Session as a reader saw it.
 export const SessionsStream = "SESSIONS";
-export const InboxStream = "INBOX";
 export const ClaimsStream = "CLAIMS";
 export const QuestionsBucket = "userQuestions";
 export const RootsBucket = "liveRoots";

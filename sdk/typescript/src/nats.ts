@@ -96,7 +96,7 @@ const consumerCreate = "$JS.API.CONSUMER.CREATE.";
  * and its calls' reply subjects) is created on
  * $JS.API.CONSUMER.CREATE.<stream>.<name>, as Go's client does, where the
  * JavaScript client uses the name-less legacy subject. The agent role may
- * create consumers on INBOX only under a name (package auth): no filter
+ * create consumers on SESSIONS only under a name (package auth): no filter
  * token can carry two subjects.
  */
 function jsConn(nc: NatsConnection): NatsConnection {

@@ -8,7 +8,7 @@ import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
 import { nanos, type Subscription } from "@nats-io/nats-core";
 import { Code, HoldoverError, codeOf, wire, wrap } from "./errors.js";
 import type { EventBodies, Message as InboxMessage, Part, ToolSchema } from "./generated/events.js";
-import { InboxStream, discardSubject, inboxSubjects } from "./names.js";
+import { SessionsStream, discardSubject, inboxSubjects } from "./names.js";
 import { decoder, encoder, type Conn } from "./nats.js";
 import type { Registry } from "./liveroot.js";
 import { SessionLog, type EventType } from "./sessionlog.js";
@@ -190,7 +190,7 @@ export class Session {
    * passed over. Also answers discard requests for the Session.
    */
   async serve(): Promise<void> {
-    const cons = await this.deps.conn.js.consumers.get(InboxStream, {
+    const cons = await this.deps.conn.js.consumers.get(SessionsStream, {
       filter_subjects: inboxSubjects(this.id),
       inactive_threshold: nanos(readerIdleMs),
       ...(this.state.inboxSeq > 0

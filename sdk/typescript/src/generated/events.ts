@@ -222,7 +222,7 @@ export interface InboxSpliced {
   turn?: string;
   message: Message;
   /**
-   * The INBOX stream sequence the message was read from.
+   * The stream sequence (in SESSIONS, where the inbox subjects are) the message was read from.
    */
   inboxSeq?: number;
 }
