@@ -32,7 +32,7 @@ func ForegroundCalls(ctx context.Context, agent *caller.Client, client *answerer
 	call = func(ctx context.Context, i int) (time.Duration, time.Duration, error) {
 		start := time.Now()
 		out, err := agent.AskTimed(ctx, holdover.AskTimedRequest{
-			Session: sid, CallID: "c" + strconv.Itoa(i), Agent: ref, Questions: questions, TimeoutMs: 600_000,
+			Session: sid, CallID: "c" + strconv.Itoa(i), Agent: ref, Questions: Questions, TimeoutMs: 600_000,
 		})
 		end := time.Now()
 		if err != nil {
@@ -82,11 +82,12 @@ func Foreground(ctx context.Context, call Call, roundTrip Timed, n int) ([]Row, 
 	return []Row{deliver, answer}, nil
 }
 
-// questions are what every measured call asks: one single-choice question.
-var questions = []holdover.Question{{ID: "q1", Question: "Ship it?", Options: []holdover.Option{{Label: "yes"}, {Label: "no"}}}}
+// Questions are what every measured call asks, one single-choice question,
+// and Answers answer them (the first option); the raw primitives carry
+// the same, so both move as many bytes.
+var Questions = []holdover.Question{{ID: "q1", Question: "Ship it?", Options: []holdover.Option{{Label: "yes"}, {Label: "no"}}}}
 
-// answers answer questions: the first option.
-var answers = []holdover.Answer{{ID: "q1", Selected: []string{"yes"}}}
+var Answers = []holdover.Answer{{ID: "q1", Selected: []string{"yes"}}}
 
 // autoAnswer is a Client that answers every request the moment it is
 // delivered, and tells when it got it.
@@ -99,7 +100,7 @@ type answered struct {
 
 func (a *autoAnswer) Request(d *answerer.Delivery) {
 	got := time.Now()
-	err := d.Settle(answers)
+	err := d.Settle(Answers)
 	select {
 	case a.answered <- answered{got: got, err: err}:
 	default: // a request nobody waits for: the measurement has ended

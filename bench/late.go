@@ -53,7 +53,7 @@ func LateAnswers(ctx context.Context, c Continued, client *answerer.Client, sids
 	}
 	return func(ctx context.Context, i int) (time.Duration, error) {
 		start := time.Now()
-		res, err := client.Answer(ctx, holdover.AnswerRequest{Session: sids[i], CallID: LateCall, Answers: answers})
+		res, err := client.Answer(ctx, holdover.AnswerRequest{Session: sids[i], CallID: LateCall, Answers: Answers})
 		took := time.Since(start)
 		if err != nil {
 			return 0, err
@@ -88,7 +88,7 @@ func LateAnswer(ctx context.Context, answer func(context.Context, int) (time.Dur
 // its pending result) and registers Instance as sid's live root.
 func (c Continued) record(ctx context.Context, sid string) error {
 	timeout := int64(30)
-	args, err := json.Marshal(holdover.ToolArgs{Questions: questions, Timeout: &timeout})
+	args, err := json.Marshal(holdover.ToolArgs{Questions: Questions, Timeout: &timeout})
 	if err != nil {
 		return holdover.Wrap(err, holdover.CodeInternal, "encode the call's arguments")
 	}

@@ -70,7 +70,6 @@ type Rig struct {
 	top       *streams.Topology
 	admin     *nats.Conn // the raw primitives, and cleaning up on a deployment
 	adminJS   jetstream.JetStream
-	agentJS   jetstream.JetStream
 	calls     *caller.Client
 	roots     *liveroot.Registry
 	logs      *sessionlog.Log
@@ -193,20 +192,12 @@ func (r *Rig) startServer() error {
 // startWorker runs the projection worker and the userQuestions service,
 // each on a worker's connection of its own, until Close.
 func (r *Rig) startWorker(ctx context.Context) error {
-	_, foldJS, err := r.Connect(auth.Worker, "projection")
-	if err != nil {
-		return err
-	}
-	foldTop, err := streams.Open(ctx, foldJS)
+	_, foldJS, foldTop, err := r.part(ctx, auth.Worker, "projection")
 	if err != nil {
 		return err
 	}
 	store := projection.NewStore(foldJS, foldTop.Sessions, foldTop.Questions)
-	nc, js, err := r.Connect(auth.Worker, "userquestions")
-	if err != nil {
-		return err
-	}
-	top, err := streams.Open(ctx, js)
+	nc, js, top, err := r.part(ctx, auth.Worker, "userquestions")
 	if err != nil {
 		return err
 	}
@@ -235,12 +226,7 @@ func (r *Rig) startWorker(ctx context.Context) error {
 // credentials: its caller, its root lease, the Session log and the
 // live-root registry.
 func (r *Rig) startAgent(ctx context.Context) error {
-	nc, js, err := r.Connect(auth.Agent, "agent")
-	if err != nil {
-		return err
-	}
-	r.agentJS = js
-	top, err := streams.Open(ctx, js)
+	nc, js, top, err := r.part(ctx, auth.Agent, "agent")
 	if err != nil {
 		return err
 	}
@@ -273,6 +259,20 @@ func (r *Rig) Connect(role auth.Role, part string) (*nats.Conn, jetstream.JetStr
 	}
 	r.later(nc.Close)
 	return nc, js, nil
+}
+
+// part connects a part of the system as Connect does, and looks up the
+// topology as that part's credentials see it.
+func (r *Rig) part(ctx context.Context, role auth.Role, name string) (*nats.Conn, jetstream.JetStream, *streams.Topology, error) {
+	nc, js, err := r.Connect(role, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	top, err := streams.Open(ctx, js)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return nc, js, top, nil
 }
 
 // URL is where the measured NATS is: the embedded server's address when

@@ -30,7 +30,7 @@ func (r *Rig) Run(ctx context.Context, calls int, measured func(Row)) error {
 	return nil
 }
 
-// Foreground measures n timed questions answered in time in one Session,
+// Foreground measures n timed Questions answered in time in one Session,
 // beside a core request-reply between two admin connections of their own.
 func (r *Rig) Foreground(ctx context.Context, n int) ([]Row, error) {
 	roundTrip, err := r.roundTrip()
@@ -69,7 +69,7 @@ func (r *Rig) LateAnswer(ctx context.Context, n int) (Row, error) {
 	}
 	rawSid := r.Session("late-raw", 0)
 	r.forget(rawSid)
-	raw, err := ReplyPublisher(ctx, r.adminJS, rawSid, LateCall, questions, answers)
+	raw, err := ReplyPublisher(ctx, r.adminJS, rawSid, LateCall, Questions, Answers)
 	if err != nil {
 		return Row{}, err
 	}
