@@ -315,7 +315,11 @@ func sessionScale(t *testing.T, bin string, n int) {
 func consumersByStream(t *testing.T, js jetstream.JetStream) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	list := js.ListStreams(context.Background())
+	// A stream info of thousands of consumers, on a loaded machine, takes
+	// more than the default JetStream API timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list := js.ListStreams(ctx)
 	for info := range list.Info() {
 		out[info.Config.Name] = info.State.Consumers
 	}
