@@ -3,20 +3,19 @@ package integration
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/auth"
-	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/bench"
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/projection"
-	"github.com/holdover-dev/holdover/steer/steertest"
+	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -46,73 +45,62 @@ func onEachStorage(b *testing.B, bench func(*testing.B, streams.Config)) {
 func benchmarkLateAnswer(b *testing.B, cfg streams.Config) {
 	w := newAnswerWorldOn(b, cfg, true)
 	answer := lateAnswers(b, w)
-	raw := rawPublisher(b, w.env.JS, steertest.Questions("q1", "q2"), steertest.Choose(steertest.Questions("q1", "q2")))
-	raw(-1) // the stream's first message on the subject
-
-	lat := make([]time.Duration, b.N)
-	rawLat := make([]time.Duration, b.N)
-	var total, rawTotal time.Duration
+	raw := rawPublisher(b, w.env.JS, bench.Questions, bench.Answers)
 	b.ResetTimer()
-	for i := range b.N {
-		rawLat[i] = raw(i)
-		lat[i] = answer(i)
-		total += lat[i]
-		rawTotal += rawLat[i]
-	}
+	row, err := bench.LateAnswer(context.Background(), answer, raw, b.N)
 	b.StopTimer()
-	reportRatio(b, lat, rawLat, total, rawTotal, "raw-publish")
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportRatio(b, row.Path, row.Raw, "raw-publish")
 }
 
 // reportRatio reports latencies lat against the raw operation's rawLat
 // measured beside them: the raw mean, the ratios of the means and of the
 // p50s, and lat's p50 and p99.
-func reportRatio(b *testing.B, lat, rawLat []time.Duration, total, rawTotal time.Duration, raw string) {
-	slices.Sort(lat)
-	slices.Sort(rawLat)
-	b.ReportMetric(float64(rawTotal.Nanoseconds())/float64(b.N), raw+"-ns/op")
+func reportRatio(b *testing.B, lat, rawLat bench.Samples, raw string) {
+	var total, rawTotal time.Duration
+	for i := range lat {
+		total, rawTotal = total+lat[i], rawTotal+rawLat[i]
+	}
+	b.ReportMetric(float64(rawTotal.Nanoseconds())/float64(len(rawLat)), raw+"-ns/op")
 	b.ReportMetric(float64(total)/float64(rawTotal), "x-"+raw)
-	b.ReportMetric(float64(lat[len(lat)/2])/float64(rawLat[len(rawLat)/2]), "x-"+raw+"-p50")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-	b.ReportMetric(float64(rawLat[len(rawLat)/2].Microseconds()), raw+"-p50-µs")
+	b.ReportMetric(float64(lat.Quantile(0.5))/float64(rawLat.Quantile(0.5)), "x-"+raw+"-p50")
+	b.ReportMetric(float64(lat.Quantile(0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat.Quantile(0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(rawLat.Quantile(0.5).Microseconds()), raw+"-p50-µs")
 }
 
 // lateAnswers prepares b.N Sessions in w, each with a continued call, a
 // caught-up View and a live root, and returns the timed late answer to
-// Session i, given as a gateway gives it.
-func lateAnswers(b *testing.B, w *answerWorld) func(i int) time.Duration {
+// Session i, given as a gateway gives it: package bench's, as `holdover
+// bench` measures a deployment.
+func lateAnswers(b *testing.B, w *answerWorld) func(context.Context, int) (time.Duration, error) {
 	w.worker()
-	c := w.client()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	store := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions)
 	rootConn, rootJS := w.env.As(b, auth.Agent)
 	if _, err := liveroot.HoldLease(ctx, rootConn, rootJS, "runtime-1", lease.MinReleaseBound); err != nil {
 		b.Fatal(err)
 	}
-
-	qs := steertest.Questions("q1", "q2")
-	answers := steertest.Choose(qs)
-	roots := w.roots()
+	tool, err := askuser.New(askuser.Config{Mode: askuser.ModeTimed}, w.agent())
+	if err != nil {
+		b.Fatal(err)
+	}
+	top := w.open(rootJS)
+	continued := bench.Continued{
+		Log: sessionlog.New(rootJS, top.Sessions), Roots: w.roots(), Instance: "runtime-1", Tool: tool,
+		Store: projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions),
+	}
 	sids := make([]string, b.N)
 	for i := range sids {
 		sids[i] = fmt.Sprintf("bench-%d", i)
-		s := steertest.NewSession(b, w.log, sids[i])
-		s.Continued("call-1", qs)
-		if _, err := roots.Register(ctx, sids[i], "runtime-1"); err != nil {
-			b.Fatal(err)
-		}
 	}
-	waitFolded(b, store, sids)
-	return func(i int) time.Duration {
-		start := time.Now()
-		res, err := c.Answer(ctx, holdover.AnswerRequest{Session: sids[i], CallID: "call-1", Answers: answers})
-		took := time.Since(start)
-		if err != nil || !res.Accepted {
-			b.Fatalf("answer %s: %+v %v", sids[i], res, err)
-		}
-		return took
+	answer, err := bench.LateAnswers(ctx, continued, w.client(), sids)
+	if err != nil {
+		b.Fatal(err)
 	}
+	return answer
 }
 
 // What authentication costs a late answer: the same answers in a world
@@ -120,64 +108,36 @@ func lateAnswers(b *testing.B, w *answerWorld) func(i int) time.Duration {
 // machine; the p50 and p99 ratios, auth on over off.
 func BenchmarkLateAnswerAuthCost(b *testing.B) {
 	open, secure := lateAnswers(b, newAnswerWorldOn(b, streams.Config{Memory: true}, false)), lateAnswers(b, newAnswerWorld(b))
-	on := make([]time.Duration, b.N)
-	off := make([]time.Duration, b.N)
+	var on, off bench.Samples
+	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
-		off[i] = open(i)
-		on[i] = secure(i)
-	}
-	b.StopTimer()
-	for _, q := range []float64{0.5, 0.99} {
-		b.ReportMetric(float64(fgQuantile(on, q))/float64(fgQuantile(off, q)), fmt.Sprintf("auth/noauth-p%d", int(q*100)))
-	}
-	b.ReportMetric(fgMicros(fgQuantile(on, 0.5)), "auth-p50-µs")
-	b.ReportMetric(fgMicros(fgQuantile(off, 0.5)), "noauth-p50-µs")
-}
-
-// rawPublisher returns a function that times one synchronous publish of a
-// reply-sized message to one reply subject, under the message id i.
-func rawPublisher(b *testing.B, js jetstream.JetStream, qs []holdover.Question, answers []holdover.Answer) func(i int) time.Duration {
-	msg, err := events.NewReply("raw", "call-1", qs, answers)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := events.Encode(events.New(time.Now(), &events.UserMessage{Message: msg}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	subject, err := streams.ReplySubject("raw", "call-1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return func(i int) time.Duration {
-		m := &nats.Msg{Subject: subject, Data: data}
-		start := time.Now()
-		if _, err := js.PublishMsg(context.Background(), m, jetstream.WithMsgID(fmt.Sprintf("raw-%d", i))); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-}
-
-// waitFolded waits until the projection worker has stored every Session's
-// View, so the benchmark measures the steady state.
-func waitFolded(b testing.TB, store *projection.Store, sids []string) {
-	deadline := time.Now().Add(2 * time.Minute)
-	ctx := context.Background()
-	for _, sid := range sids {
-		for {
-			v, ok, err := store.Get(ctx, sid)
+		for _, m := range []struct {
+			answer func(context.Context, int) (time.Duration, error)
+			into   *bench.Samples
+		}{{open, &off}, {secure, &on}} {
+			took, err := m.answer(ctx, i)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if ok && len(v.Active) == 1 && v.Active[0].Status == projection.Continued {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("projection of %s not folded", sid)
-			}
-			time.Sleep(time.Millisecond) // waiting for another component's progress, not for a result
+			*m.into = append(*m.into, took)
 		}
 	}
+	b.StopTimer()
+	for _, q := range []float64{0.5, 0.99} {
+		b.ReportMetric(float64(on.Quantile(q))/float64(off.Quantile(q)), fmt.Sprintf("auth/noauth-p%d", int(q*100)))
+	}
+	b.ReportMetric(fgMicros(on.Quantile(0.5)), "auth-p50-µs")
+	b.ReportMetric(fgMicros(off.Quantile(0.5)), "noauth-p50-µs")
+}
+
+// rawPublisher returns one synchronous publish of a reply to questions qs
+// (answered by answers) on one reply subject, each under a message id of
+// its own, as package bench times it.
+func rawPublisher(b *testing.B, js jetstream.JetStream, qs []holdover.Question, answers []holdover.Answer) bench.Timed {
+	publish, err := bench.ReplyPublisher(context.Background(), js, "raw", "call-1", qs, answers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return publish
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/bench"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -40,62 +40,35 @@ func fgMicros(d time.Duration) float64 { return float64(d) / float64(time.Micros
 
 // askTimed → request delivered to a subscribed Client, and Client answer →
 // result at the caller, against a core request-reply round trip between
-// two connections of the same embedded server. The Client answers as soon
-// as the request reaches its handler, and every time is taken where it
-// happens, so no test goroutine stands in between. Targets: each at most
-// 3× the round trip, p99 under 2 ms.
+// two connections of the same embedded server, measured by package bench
+// as `holdover bench` measures a deployment. Targets: each at most 3× the
+// round trip, p99 under 2 ms.
 func BenchmarkForegroundLatency(b *testing.B) {
 	w := newFGWorld(b) // deadlines on a fake clock never fire
 	call := fgBenchCalls(b, w)
-	roundTrip := fgRawRoundTrip(b, w)
-
-	// The raw round trip is measured between the calls, so both see the
-	// same machine: on a shared one, load comes and goes.
-	raw := make([]time.Duration, 0, b.N)
-	deliver := make([]time.Duration, 0, b.N)
-	answer := make([]time.Duration, 0, b.N)
+	roundTrip, err := bench.RoundTrip(w.conn(), w.conn(), "bench.raw")
+	require.NoError(b, err)
 	b.ResetTimer()
-	for i := range b.N {
-		raw = append(raw, roundTrip())
-		d, a := call(i)
-		deliver = append(deliver, d)
-		answer = append(answer, a)
-	}
+	rows, err := bench.Foreground(context.Background(), call, roundTrip, b.N)
 	b.StopTimer()
-	rawP50, rawP99 := fgQuantile(raw, 0.5), fgQuantile(raw, 0.99)
-	for _, m := range []struct {
-		name string
-		ds   []time.Duration
-	}{{"deliver", deliver}, {"answer", answer}} {
-		p50, p99 := fgQuantile(m.ds, 0.5), fgQuantile(m.ds, 0.99)
-		b.ReportMetric(fgMicros(p50), m.name+"-p50-µs")
-		b.ReportMetric(fgMicros(p99), m.name+"-p99-µs")
-		b.ReportMetric(float64(p50)/float64(rawP50), m.name+"/raw-p50")
-		b.ReportMetric(float64(p99)/float64(rawP99), m.name+"/raw-p99")
+	require.NoError(b, err)
+	for _, row := range rows {
+		b.ReportMetric(fgMicros(row.Path.Quantile(0.5)), row.Key+"-p50-µs")
+		b.ReportMetric(fgMicros(row.Path.Quantile(0.99)), row.Key+"-p99-µs")
+		b.ReportMetric(row.Ratio(0.5), row.Key+"/raw-p50")
+		b.ReportMetric(row.Ratio(0.99), row.Key+"/raw-p99")
 	}
-	b.ReportMetric(fgMicros(rawP50), "raw-rtt-p50-µs")
-	b.ReportMetric(fgMicros(rawP99), "raw-rtt-p99-µs")
+	b.ReportMetric(fgMicros(rows[0].Raw.Quantile(0.5)), "raw-rtt-p50-µs")
+	b.ReportMetric(fgMicros(rows[0].Raw.Quantile(0.99)), "raw-rtt-p99-µs")
 }
 
 // fgBenchCalls watches Session "bench" in w with a Client that answers at
-// once (on a gateway's connection) and returns one timed call by w's agent:
-// askTimed → request delivered, and Client answer → result at the caller.
-func fgBenchCalls(b *testing.B, w *fgWorld) func(i int) (deliver, answer time.Duration) {
-	client := &fgAutoAnswer{b: b, answered: make(chan [2]time.Time, 1)}
-	watch, err := w.answerer(w.as(auth.Gateway)).Watch(context.Background(), "bench", client)
+// once (on a gateway's connection) and returns timed calls by w's agent,
+// as package bench makes them.
+func fgBenchCalls(b *testing.B, w *fgWorld) bench.Call {
+	call, stop, err := bench.ForegroundCalls(context.Background(), w.agent, w.answerer(w.as(auth.Gateway)), "bench", w.live("bench"))
 	require.NoError(b, err)
-	b.Cleanup(func() { _ = watch.Close(context.Background()) })
-	ref := w.live("bench")
-	call := func(i int) (deliver, answer time.Duration) {
-		start := time.Now()
-		out, err := w.agent.AskTimed(context.Background(), fgTimed("bench", fmt.Sprintf("c%d", i), ref, 600_000))
-		end := time.Now()
-		require.NoError(b, err)
-		require.Len(b, out.Answers, 1)
-		at := <-client.answered
-		return at[0].Sub(start), end.Sub(at[1])
-	}
-	call(-1) // the agent's lease and the worker's lease watch are made once
+	b.Cleanup(stop)
 	return call
 }
 
@@ -106,56 +79,39 @@ func fgBenchCalls(b *testing.B, w *fgWorld) func(i int) (deliver, answer time.Du
 // auth on over off, of delivery and of the answer's way back.
 func BenchmarkForegroundAuthCost(b *testing.B) {
 	open, secure := fgBenchCalls(b, newFGWorldAuth(b, false)), fgBenchCalls(b, newFGWorld(b))
-	var on, off [2][]time.Duration
+	var on, off [2]bench.Samples
+	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
-		d, a := open(i)
+		d, a, err := open(ctx, i)
+		require.NoError(b, err)
 		off[0], off[1] = append(off[0], d), append(off[1], a)
-		d, a = secure(i)
+		d, a, err = secure(ctx, i)
+		require.NoError(b, err)
 		on[0], on[1] = append(on[0], d), append(on[1], a)
 	}
 	b.StopTimer()
 	for k, name := range []string{"deliver", "answer"} {
 		for _, q := range []float64{0.5, 0.99} {
-			b.ReportMetric(float64(fgQuantile(on[k], q))/float64(fgQuantile(off[k], q)), fmt.Sprintf("%s-auth/noauth-p%d", name, int(q*100)))
+			b.ReportMetric(float64(on[k].Quantile(q))/float64(off[k].Quantile(q)), fmt.Sprintf("%s-auth/noauth-p%d", name, int(q*100)))
 		}
-		b.ReportMetric(fgMicros(fgQuantile(on[k], 0.5)), name+"-auth-p50-µs")
-		b.ReportMetric(fgMicros(fgQuantile(off[k], 0.5)), name+"-noauth-p50-µs")
+		b.ReportMetric(fgMicros(on[k].Quantile(0.5)), name+"-auth-p50-µs")
+		b.ReportMetric(fgMicros(off[k].Quantile(0.5)), name+"-noauth-p50-µs")
 	}
 }
 
 // fgRawRoundTrip returns a core request-reply round trip between two
 // connections of w's server, the primitive the foreground path is built
-// on: the scale its latency benchmarks report against.
+// on, as package bench times it.
 func fgRawRoundTrip(b *testing.B, w *fgWorld) func() time.Duration {
-	responder := w.conn()
-	_, err := responder.Subscribe("bench.raw", func(m *nats.Msg) { _ = m.Respond(m.Data) })
+	roundTrip, err := bench.RoundTrip(w.conn(), w.conn(), "bench.raw")
 	require.NoError(b, err)
-	require.NoError(b, responder.Flush())
-	caller := w.conn()
-	payload := make([]byte, 200) // about the size of a one-question request
 	return func() time.Duration {
-		start := time.Now()
-		_, err := caller.Request("bench.raw", payload, fgPatience)
+		took, err := roundTrip(context.Background())
 		require.NoError(b, err)
-		return time.Since(start)
+		return took
 	}
 }
-
-// fgAutoAnswer is a Client that answers every request the moment it is
-// delivered, and tells when it got it and when it sent the answer.
-type fgAutoAnswer struct {
-	b        testing.TB
-	answered chan [2]time.Time
-}
-
-func (a *fgAutoAnswer) Request(d *answerer.Delivery) {
-	got := time.Now()
-	require.NoError(a.b, d.Settle(fgAnswer("yes")))
-	a.answered <- [2]time.Time{got, got}
-}
-
-func (a *fgAutoAnswer) Cancel(*answerer.Delivery, string) {}
 
 // The worker's memory per live timed wait with one claim, over 10,000
 // live waits. The server, the agent and the claiming Client run in other

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/holdover-dev/holdover/bench"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/steer/steertest"
@@ -38,7 +39,6 @@ func BenchmarkReplyReservation(b *testing.B) {
 		qs := steertest.Questions("q1", "q2")
 		answers := steertest.Choose(qs)
 		raw := rawPublisher(b, env.JS, qs, answers)
-		raw(-1)
 		replies := inbox.NewReplies(env.JS, env.Topology.Sessions, nil)
 		reservations, err := env.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: "benchReservations", Storage: env.Topology.Sessions.CachedInfo().Config.Storage,
@@ -80,22 +80,23 @@ func BenchmarkReplyReservation(b *testing.B) {
 			}},
 		} {
 			b.Run(variant.name, func(b *testing.B) {
-				lat := make([]time.Duration, b.N)
-				rawLat := make([]time.Duration, b.N)
-				var total, rawTotal time.Duration
+				lat := make(bench.Samples, b.N)
+				rawLat := make(bench.Samples, b.N)
 				for i := range b.N {
 					next++ // a fresh subject, key and message id for every write
 					m := reply(next)
-					rawLat[i] = raw(next)
+					took, err := raw(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					rawLat[i] = took
 					start := time.Now()
 					if err := variant.write(next, m); err != nil {
 						b.Fatal(err)
 					}
 					lat[i] = time.Since(start)
-					total += lat[i]
-					rawTotal += rawLat[i]
 				}
-				reportRatio(b, lat, rawLat, total, rawTotal, "raw-publish")
+				reportRatio(b, lat, rawLat, "raw-publish")
 			})
 		}
 	})

@@ -11,6 +11,7 @@
 //	holdover rebuild                # refold every Session's projection
 //	holdover auth init [tenant...]  # NATS credentials: an account per tenant, a creds file per role
 //	holdover provision              # create or update the streams and buckets (admin credentials)
+//	holdover bench [--nats URL]     # the question paths measured against NATS, as ratios to raw NATS
 package main
 
 import (
@@ -40,6 +41,7 @@ const (
 var commands = map[string]command{
 	"agent":     {agentSummary, runAgent},
 	"answer":    {answerSummary, runAnswer},
+	"bench":     {benchSummary, runBench},
 	"auth":      {authSummary, runAuth},
 	"check":     {checkSummary, runCheck},
 	"dev":       {devSummary, runDev},
@@ -50,7 +52,7 @@ var commands = map[string]command{
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "agent", "answer", "notify", "inspect", "check", "rebuild", "auth", "provision"}
+var commandOrder = []string{"dev", "agent", "answer", "notify", "inspect", "check", "rebuild", "auth", "provision", "bench"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -6,7 +6,8 @@
 //	faultproc worker  -nats URL [-bound 1s]
 //	faultproc folder  -nats URL [-ackwait 30s]
 //	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N] [-timeout 1h] [-report]
-//	faultproc server  -store DIR
+//	faultproc server  -store DIR [-auth DIR]
+//	faultproc runtime -nats URL -prefix P
 //	faultproc claimer -nats URL -session S [-bound 1s] [-claims N] [-timed N -instance I -epoch E]
 //	faultproc asker   -nats URL -session S -instance I -epoch E
 //
@@ -22,16 +23,28 @@
 // "outcome <call id> <pending|answered|error code> <ms since sent>" for
 // each call as it ends (the freeze tests stop and continue it); without,
 // a call that ends is an error, since the tests kill agents mid-wait.
+//
+// A server with -auth trusts the credentials `auth.Init` keeps in that
+// folder (authentication on). A runtime is a Go agent runtime whose
+// scripted model asks one timed question (timeout 1 s) and admits a late
+// answer. The server and the runtime answer a "stats" line on stdin with
+// one JSON line of the process's memory after a collection (the server
+// adds its own counters), and the runtime a "start N" line by starting N
+// more Sessions P-0, P-1, … and saying how long it took: what the scale
+// test measures each process by.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,11 +55,15 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/askuser"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/runtime/model/scripted"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/worker"
@@ -72,12 +89,15 @@ func main() {
 	store := fs.String("store", "", "server: JetStream store folder")
 	ackWait := fs.Duration("ackwait", 0, "folder: AckWait of the projection consumer (0: the default)")
 	keep := fs.Bool("keep", false, "worker: run a projection worker too, sharing its Views with the late answers, as question-worker does (the one-write late answer)")
+	authDir := fs.String("auth", "", "server: credentials folder to trust (authentication on)")
+	prefix := fs.String("prefix", "scale", "runtime: Session ids are <prefix>-<n>")
 	_ = fs.Parse(os.Args[2:])
 	if os.Args[1] == "server" {
-		if err := serve(*store); err != nil {
+		srv, err := serve(*store, *authDir)
+		if err != nil {
 			fail(err)
 		}
-		select {}
+		commands(srv, nil)
 	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -97,6 +117,12 @@ func main() {
 	case "agent":
 		agent(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch}, *timed, *keyed, *timeout, *report)
 		fmt.Println("ready")
+	case "runtime":
+		var start func(n int) (time.Duration, error)
+		if start, err = agentRuntime(nc, *prefix, log); err == nil {
+			fmt.Println("ready")
+			commands(nil, start)
+		}
 	case "asker":
 		err = asker(nc, *bound, log, *session, holdover.AgentRef{Instance: *instance, Epoch: *epoch})
 	case "leaseless":
@@ -288,14 +314,146 @@ func leaseless(nc *nats.Conn, sid string, ref holdover.AgentRef) error {
 	return nil
 }
 
-// serve runs an embedded server with no consumer limit: every claim is one.
-func serve(store string) error {
-	srv, err := embedded.Start(embedded.Options{StoreDir: store, MaxConsumers: -1})
+// serve runs an embedded server with no consumer limit (every claim is
+// one), trusting the credentials in authDir when it is set.
+func serve(store, authDir string) (*embedded.Server, error) {
+	opts := embedded.Options{StoreDir: store, MaxConsumers: -1}
+	if authDir != "" {
+		setup, err := auth.Init(authDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.Auth = setup
+	}
+	srv, err := embedded.Start(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Println("ready", srv.ClientURL())
-	return nil
+	return srv, nil
+}
+
+// runtimeScript is what every Session of a runtime does: ask one timed
+// question that nobody answers in time, say so and end its Turn; then
+// admit the late answer and end that Turn too.
+const runtimeScript = `ask db "Which database?" options Postgres,SQLite timeout 1
+say Going on without the database choice.
+on late answer say Got {answers}.`
+
+// agentRuntime opens a Go agent runtime on nc and returns what starts its
+// Sessions: n more of them, named prefix-0, prefix-1, …, 64 at a time.
+func agentRuntime(nc *nats.Conn, prefix string, log *slog.Logger) (func(n int) (time.Duration, error), error) {
+	script, err := scripted.Parse(runtimeScript)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{Conn: nc, Model: script.Model(), Ask: askuser.Config{Mode: askuser.ModeTimed}, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	started := 0
+	return func(n int) (time.Duration, error) {
+		began := time.Now()
+		var (
+			wg    sync.WaitGroup
+			slots = make(chan struct{}, 64)
+			mu    sync.Mutex
+			first error
+		)
+		for i := started; i < started+n; i++ {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				if _, err := rt.Start(ctx, fmt.Sprintf("%s-%d", prefix, i)); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		started += n
+		return time.Since(began), first
+	}, nil
+}
+
+// stats is one process's memory after a collection, and the server's
+// counters when the process runs one.
+type stats struct {
+	RSS        uint64 `json:"rss"`
+	HeapInuse  uint64 `json:"heapInuse"`
+	StackInuse uint64 `json:"stackInuse"`
+	Goroutines int    `json:"goroutines"`
+	// The server's own: its memory as it reports it (its RSS), its
+	// connections and subscriptions, and the messages it has taken in
+	// and sent out since it started.
+	ServerMem     int64  `json:"serverMem,omitempty"`
+	Connections   int    `json:"connections,omitempty"`
+	Subscriptions uint32 `json:"subscriptions,omitempty"`
+	InMsgs        int64  `json:"inMsgs,omitempty"`
+	OutMsgs       int64  `json:"outMsgs,omitempty"`
+	// Started is how many Sessions a "start" line started, StartMs how
+	// long it took.
+	Started int   `json:"started,omitempty"`
+	StartMs int64 `json:"startMs,omitempty"`
+}
+
+// commands answers the lines on stdin until it ends, then waits to be
+// killed: "stats" with the process's stats (and srv's counters when it
+// runs one), "start N" (a runtime) with how long starting N more Sessions
+// took.
+func commands(srv *embedded.Server, start func(n int) (time.Duration, error)) {
+	out := json.NewEncoder(os.Stdout)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		line := strings.Fields(in.Text())
+		switch {
+		case len(line) == 1 && line[0] == "stats":
+			_ = out.Encode(measure(srv))
+		case len(line) == 2 && line[0] == "start" && start != nil:
+			n, err := strconv.Atoi(line[1])
+			if err != nil {
+				fail(err)
+			}
+			took, err := start(n)
+			if err != nil {
+				fail(err)
+			}
+			_ = out.Encode(stats{Started: n, StartMs: took.Milliseconds()})
+		default:
+			fail(fmt.Errorf("unknown command %q", in.Text()))
+		}
+	}
+	select {}
+}
+
+func measure(srv *embedded.Server) stats {
+	goruntime.GC()
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	st := stats{RSS: rss(), HeapInuse: m.HeapInuse, StackInuse: m.StackInuse, Goroutines: goruntime.NumGoroutine()}
+	if srv != nil {
+		if v, err := srv.Varz(nil); err == nil {
+			st.ServerMem, st.Connections, st.Subscriptions, st.InMsgs, st.OutMsgs = v.Mem, v.Connections, v.Subscriptions, v.InMsgs, v.OutMsgs
+		}
+	}
+	return st
+}
+
+// rss is the process's resident set from /proc (Linux), 0 elsewhere.
+func rss() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // claimer holds a claim, with its frame received, on each of the first n
