@@ -80,6 +80,7 @@ type Rig struct {
 	mu      sync.Mutex
 	undo    []func() // in reverse on Close
 	closing atomic.Bool
+	fanOuts atomic.Int64 // FanOut measurements so far, naming each one's Sessions
 }
 
 // untilClosed passes the parts' records on until the Rig closes, and only
@@ -249,16 +250,23 @@ func (r *Rig) startAgent(ctx context.Context) error {
 // credentials (none when the Rig has no credentials folder), named for
 // part, closed with the Rig.
 func (r *Rig) Connect(role auth.Role, part string) (*nats.Conn, jetstream.JetStream, error) {
-	cfg := ops.NATSConfig{URL: r.url}
-	if r.cfg.CredsDir != "" {
-		cfg.Creds = filepath.Join(r.cfg.CredsDir, "tenants", r.cfg.Tenant, string(role)+".creds")
-	}
-	nc, js, err := cfg.Connect("holdover-bench-"+part, r.log)
+	nc, js, err := r.dial(role, part)
 	if err != nil {
 		return nil, nil, err
 	}
 	r.later(nc.Close)
 	return nc, js, nil
+}
+
+// dial connects as Connect does and leaves the closing to the caller: a
+// measurement that opens a connection for each of its Clients closes
+// them when it ends, not with the Rig.
+func (r *Rig) dial(role auth.Role, part string) (*nats.Conn, jetstream.JetStream, error) {
+	cfg := ops.NATSConfig{URL: r.url}
+	if r.cfg.CredsDir != "" {
+		cfg.Creds = filepath.Join(r.cfg.CredsDir, "tenants", r.cfg.Tenant, string(role)+".creds")
+	}
+	return cfg.Connect("holdover-bench-"+part, r.log)
 }
 
 // part connects a part of the system as Connect does, and looks up the

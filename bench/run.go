@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -11,22 +12,82 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// Run measures every row, in order: askTimed → Client delivery, Client
-// answer → result, late answer → reply durable; calls samples each. Each
-// row goes to measured as soon as it is known.
-func (r *Rig) Run(ctx context.Context, calls int, measured func(Row)) error {
-	rows, err := r.Foreground(ctx, calls)
-	if err != nil {
-		return err
+// A Part is a group of rows Run measures.
+type Part string
+
+// The parts, in the order Run measures them.
+const (
+	// PartForeground: askTimed → Client delivery and Client answer →
+	// result, beside a core request-reply.
+	PartForeground Part = "foreground"
+	// PartLate: late answer → reply durable, beside a JetStream publish.
+	PartLate Part = "late"
+	// PartFanOut: the gateway fan-out of one request (Plan.OneRequest),
+	// beside core NATS reaching as many connections.
+	PartFanOut Part = "fanout"
+	// PartBurst: the gateway fan-out of the burst (Plan.Burst), likewise.
+	PartBurst Part = "burst"
+)
+
+// Parts are every part, in Run's order.
+var Parts = []Part{PartForeground, PartLate, PartFanOut, PartBurst}
+
+// ParsePart reads a part's name.
+func ParsePart(name string) (Part, error) {
+	if p := Part(name); slices.Contains(Parts, p) {
+		return p, nil
 	}
-	for _, row := range rows {
-		measured(row)
+	return "", holdover.Newf(holdover.CodeBadRequest, "no part %q to measure: the parts are %v", name, Parts)
+}
+
+// A Plan says what Run measures, and how much.
+type Plan struct {
+	// Parts are what to measure; empty means all of them. Run measures
+	// them in the order of Parts, whatever order they are given in.
+	Parts []Part
+	// Calls is how many samples each question path takes.
+	Calls int
+	// OneRequest and Burst shape the two fan-outs.
+	OneRequest, Burst FanOutConfig
+}
+
+// DefaultPlan is what `holdover bench` measures unless told otherwise:
+// enough calls for a steady p99, and the two fan-outs of issue 12.
+var DefaultPlan = Plan{Parts: Parts, Calls: 1000, OneRequest: OneRequest, Burst: Burst}
+
+// measures reports whether the plan measures part p.
+func (p Plan) measures(part Part) bool { return len(p.Parts) == 0 || slices.Contains(p.Parts, part) }
+
+// Run measures the plan's rows, in order: askTimed → Client delivery,
+// Client answer → result, late answer → reply durable, and the gateway
+// fan-out of one request and of the burst (each to the last Client and to
+// each Client). Each row goes to measured as soon as it is known.
+func (r *Rig) Run(ctx context.Context, plan Plan, measured func(Row)) error {
+	for _, part := range Parts {
+		if !plan.measures(part) {
+			continue
+		}
+		var rows []Row
+		var err error
+		switch part {
+		case PartForeground:
+			rows, err = r.Foreground(ctx, plan.Calls)
+		case PartLate:
+			var late Row
+			late, err = r.LateAnswer(ctx, plan.Calls)
+			rows = []Row{late}
+		case PartFanOut:
+			rows, err = r.FanOut(ctx, plan.OneRequest)
+		case PartBurst:
+			rows, err = r.FanOut(ctx, plan.Burst)
+		}
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			measured(row)
+		}
 	}
-	late, err := r.LateAnswer(ctx, calls)
-	if err != nil {
-		return err
-	}
-	measured(late)
 	return nil
 }
 

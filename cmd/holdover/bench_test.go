@@ -30,11 +30,13 @@ func TestBenchAgainstADeployment(t *testing.T) {
 		_, err := streams.Open(context.Background(), admin)
 		return err == nil
 	}, 30*time.Second, 10*time.Millisecond, "dev never provisioned")
-	code, stdout, stderr := cli(t, "bench", "--nats", dev.url, "--creds-dir", filepath.Join(dev.data, "auth"), "--calls", "10")
+	code, stdout, stderr := cli(t, "bench", "--nats", dev.url, "--creds-dir", filepath.Join(dev.data, "auth"), "--calls", "10",
+		"--rounds", "10", "--fanout-clients", "3", "--burst", "2x5")
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "holdover bench: a deployment at "+dev.url+"; question worker in this process: no")
+	assert.Contains(t, stdout, "holdover bench: a deployment at "+dev.url+"; question worker in this process: no; 10 samples a path, 10 rounds a fan-out")
 	assert.Contains(t, stdout, "load average before: ")
-	for _, row := range []string{"askTimed → Client delivery", "Client answer → result at the agent", "late answer → reply durable"} {
+	for _, row := range []string{"askTimed → Client delivery", "Client answer → result at the agent", "late answer → reply durable",
+		"gateway fan-out, one request (1×3 Clients) → last Client", "gateway fan-out, burst of 2 (2×5 Clients) → last Client"} {
 		line := lineWith(stdout, row)
 		require.NotEmpty(t, line, "no row %q in\n%s", row, stdout)
 		cols := columns.Split(line, -1) // path p50 p99 ×p50 ×p99 primitive p50 p99 n
@@ -75,6 +77,14 @@ func TestBenchCommandLine(t *testing.T) {
 	code, _, stderr := cli(t, "bench", "--calls", "0")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "must be at least 1")
+	code, _, stderr = cli(t, "bench", "--measure", "late,fan-out")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `no part "fan-out" to measure`)
+	for _, shape := range []string{"100", "0x10", "10xten"} {
+		code, _, stderr = cli(t, "bench", "--burst", shape)
+		assert.Equal(t, 2, code, shape)
+		assert.Contains(t, stderr, "is not SESSIONSxCLIENTS", shape)
+	}
 	code, _, stderr = cli(t, "bench", "extra")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "bench takes no arguments")
