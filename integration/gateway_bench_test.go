@@ -2,95 +2,64 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/coder/websocket"
-	"github.com/stretchr/testify/require"
-
-	"github.com/holdover-dev/holdover/embedded/embeddedtest"
-	"github.com/holdover-dev/holdover/gateway"
-	"github.com/holdover-dev/holdover/streams"
-	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/bench"
 )
 
 // BenchmarkGatewayFanOut measures the gateway's share of a foreground
-// request: from the request's publish on the Session's ask subject (the
-// worker's last step) until every watching Client has read its request
-// frame. One op is one request to all Clients of a Session; in the burst
-// case one op is a request in each of 100 Sessions at once, as
-// TestGatewayScale's burst asks.
+// request through package bench (bench.FanOut), as `holdover bench` does:
+// from the request's publish on the Session's ask subject (the worker's
+// last step) until every watching Client has read its request frame,
+// beside core NATS reaching as many connections in the same run, every
+// part on its role's credentials (authentication on). One op is a round
+// and its raw twin: one request to all Clients of a Session; in the burst
+// case a request in each of 100 Sessions at once (issue 12: p99 to the
+// last Client under 20 ms), and one at a time the same 1,000 Clients asked
+// in one Session after another. The watches cases are the burst to 1,000
+// Clients that each watch 10 of the 100 Sessions, as a page showing
+// several Sessions does: each connection gets 10 requests at once, 10,000
+// in all, which protocol 2 batches into fewer messages than protocol 1's
+// one a frame.
 func BenchmarkGatewayFanOut(b *testing.B) {
-	for _, clients := range []int{1, 10, 100} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchFanOut(b, 1, clients) })
+	for _, clients := range []int{1, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			benchFanOut(b, bench.FanOutConfig{Sessions: 1, Clients: clients})
+		})
 	}
-	b.Run("burst/sessions=100/clients=10", func(b *testing.B) { benchFanOut(b, 100, 10) })
+	b.Run("one-at-a-time/sessions=100/clients=10", func(b *testing.B) {
+		benchFanOut(b, bench.FanOutConfig{Sessions: 100, Clients: 10, OneAtATime: true})
+	})
+	b.Run("burst/sessions=100/clients=10", func(b *testing.B) {
+		benchFanOut(b, bench.FanOutConfig{Sessions: 100, Clients: 10})
+	})
+	for _, protocol := range []int{2, 1} {
+		b.Run(fmt.Sprintf("burst/sessions=100/clients=100/watches=10/protocol=%d", protocol), func(b *testing.B) {
+			benchFanOut(b, bench.FanOutConfig{Sessions: 100, Clients: 100, Watches: 10, Protocol: protocol})
+		})
+	}
 }
 
-func benchFanOut(b *testing.B, sessions, clients int) {
-	env := embeddedtest.Start(b, streams.Config{Memory: true})
-	url := env.Server.ClientURL()
-	gwConn, _ := embeddedtest.Connect(b, url)
-	_, wsURL := serveGateway(b, url, gwConn, gateway.Limits{}, slog.New(slog.DiscardHandler))
-	sid := func(i int) string { return fmt.Sprintf("bench-%d", i) }
-	var arrived sync.WaitGroup
-	for i := range sessions * clients {
-		ctx, cancel := context.WithTimeout(context.Background(), fgPatience)
-		ws, _, err := websocket.Dial(ctx, wsURL+"?token="+gwTokenBo, nil)
-		cancel()
-		require.NoError(b, err)
-		b.Cleanup(func() { _ = ws.CloseNow() })
-		live := make(chan struct{})
-		for _, f := range []string{
-			`{"type":"hello","protocol":1,"client":"bench"}`,
-			fmt.Sprintf(`{"type":"watch","id":"w","session":%q,"fromSeq":1}`, sid(i%sessions)),
-		} {
-			require.NoError(b, ws.Write(context.Background(), websocket.MessageText, []byte(f)))
-		}
-		go func() {
-			first := true
-			for {
-				_, data, err := ws.Read(context.Background())
-				if err != nil {
-					return
-				}
-				var f gwFrame
-				_ = json.Unmarshal(data, &f)
-				switch {
-				case f.Type == "ready" && first:
-					first = false
-					close(live)
-				case f.Type == "request":
-					arrived.Done()
-				}
-			}
-		}()
-		select {
-		case <-live:
-		case <-time.After(fgPatience):
-			b.Fatal("watch did not go live")
-		}
+func benchFanOut(b *testing.B, cfg bench.FanOutConfig) {
+	rig, err := bench.Start(context.Background(), bench.Config{})
+	if err != nil {
+		b.Fatal(err)
 	}
-
-	nc, _ := embeddedtest.Connect(b, url)
-	reply := nc.NewInbox()
+	b.Cleanup(rig.Close)
+	cfg.Rounds = b.N
 	b.ResetTimer()
-	for i := range b.N {
-		arrived.Add(sessions * clients)
-		for s := range sessions {
-			subject, err := streams.AskSubject(sid(s))
-			require.NoError(b, err)
-			call := fmt.Sprintf("c%d", i)
-			data, _ := json.Marshal(userquestions.WaterfallRequest{
-				RequestID: fmt.Sprintf("r%d-%d", s, i), Session: sid(s), CallID: call,
-				Questions: fgQuestions, Wait: &userquestions.WaitRef{CallID: call, Timed: true},
-			})
-			require.NoError(b, nc.PublishRequest(subject, reply, data))
-		}
-		arrived.Wait()
+	rows, err := rig.FanOut(context.Background(), cfg)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range rows {
+		b.ReportMetric(float64(r.Path.Quantile(0.5).Microseconds()), r.Key+"-p50-µs")
+		b.ReportMetric(float64(r.Path.Quantile(0.99).Microseconds()), r.Key+"-p99-µs")
+		b.ReportMetric(r.Ratio(0.5), r.Key+"/raw-p50")
+		b.ReportMetric(r.Ratio(0.99), r.Key+"/raw-p99")
+		b.ReportMetric(float64(r.Raw.Quantile(0.5).Microseconds()), r.Key+"-raw-p50-µs")
+		b.ReportMetric(float64(r.Raw.Quantile(0.99).Microseconds()), r.Key+"-raw-p99-µs")
 	}
 }
