@@ -218,11 +218,11 @@ func (n *Notifier) consume(ctx context.Context) error {
 		}
 	},
 		jetstream.PullMaxMessages(256),
-		jetstream.PullHeartbeat(pullHeartbeat),
+		jetstream.PullHeartbeat(streams.PullHeartbeat),
 		jetstream.ConsumeErrHandler(func(cc jetstream.ConsumeContext, err error) {
 			n.log.Warn("consumer trouble", ops.Err(err))
 			if errors.Is(err, jetstream.ErrNoHeartbeat) {
-				go n.stopIfGone(work, cc)
+				go streams.StopIfGone(work, n.streams, n.cfg.Durable, cc)
 			}
 		}))
 	if err != nil {
@@ -262,21 +262,6 @@ func (n *Notifier) consume(ctx context.Context) error {
 func stillClosing(err error) bool {
 	var api *jetstream.APIError
 	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeConsumerCreate && strings.Contains(api.Description, "consumer closed")
-}
-
-// pullHeartbeat is how often the server shows a waiting pull is alive;
-// two missed say the pull went unheard.
-const pullHeartbeat = time.Second
-
-// stopIfGone stops cc when its consumer no longer exists. A consumer
-// deleted while a pull waits on it ends the pull with a status and so the
-// consumption, but one deleted between pulls leaves the next pull
-// unanswered, with only missed heartbeats to show for it; Run then
-// creates the consumer again instead of pulling from nothing.
-func (n *Notifier) stopIfGone(ctx context.Context, cc jetstream.ConsumeContext) {
-	if _, err := n.streams.Consumer(ctx, n.cfg.Durable); errors.Is(err, jetstream.ErrConsumerNotFound) {
-		cc.Stop()
-	}
 }
 
 // consumer creates the consumer, or updates it to this notifier's

@@ -73,7 +73,7 @@ type Runtime struct {
 	nc         *nats.Conn
 	js         jetstream.JetStream
 	sessions   *sessionlog.Log
-	inbox      jetstream.Stream
+	inboxes    *inbox.Reader
 	roots      *liveroot.Registry
 	clock      clockwork.Clock
 	log        *slog.Logger
@@ -143,7 +143,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open stream %s (is the topology provisioned?)", streams.SessionsStream)
 	}
-	rt.inbox = sessions // the inbox subjects are in SESSIONS beside the log
+	// One reader for every Session this process runs: a consumer per
+	// inbox.DefaultShardSize Sessions instead of one per Session.
+	if rt.inboxes, err = inbox.NewReader(sessions, inbox.ReaderConfig{Name: rt.instance, Logger: rt.log}); err != nil {
+		return nil, err
+	}
 	kv, err := rt.js.KeyValue(ctx, streams.RootsBucket)
 	if err != nil {
 		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open bucket %s", streams.RootsBucket)
@@ -196,6 +200,11 @@ func (rt *Runtime) Close() {
 	rt.mu.Unlock()
 	rt.stopAgents()
 	rt.agents.Wait()
+	if rt.inboxes != nil {
+		closing, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		rt.inboxes.Close(closing)
+		cancel()
+	}
 	if rt.keepLease != nil {
 		rt.keepLease()
 		// An agent may not delete consumers (package auth): NATS ends the
@@ -412,27 +421,15 @@ func (a *Agent) serve(ctx context.Context) error {
 	a.mu.Lock()
 	after := a.st.inboxSeq
 	a.mu.Unlock()
-	cons, err := inbox.Open(ctx, a.rt.inbox, a.sid, after)
-	if err != nil {
-		return err
-	}
-	reading, err := cons.Consume(func(m jetstream.Msg) {
-		if inbox.IsMarker(m.Headers()) {
-			return // a reply reservation's marker, for the question worker
-		}
-		q, err := inbox.DecodeMsg(m)
-		if err != nil {
-			a.log.Warn("passing over an inbox message that does not decode", "err", err)
-			return
-		}
+	stopReading, err := a.rt.inboxes.Follow(ctx, a.sid, after, func(q inbox.Queued) {
 		if err := a.splice(ctx, q); err != nil {
 			stop(err)
 		}
 	})
 	if err != nil {
-		return holdover.Wrapf(err, holdover.CodeInternal, "read the inbox of session %s", a.sid)
+		return err
 	}
-	defer reading.Stop()
+	defer stopReading()
 	discards, err := a.serveDiscard(ctx)
 	if err != nil {
 		return err
