@@ -350,7 +350,7 @@ func agent() Permissions {
 			orderedRead(streams.SessionsStream, streams.AllEvents, "read a Session's log to resume it"),
 			directGet(streams.SessionsStream, "a Session's last event"),
 			orderedRead(streams.SessionsStream, streams.AllInboxes, "read a Session's own inbox subject (steered messages)"),
-			[]Rule{{jsAPI + "CONSUMER.CREATE." + streams.SessionsStream + ".*", "read a Session's inbox: one ordered consumer over its own inbox subject and its calls' reply subjects (several filters, which the create subject does not carry); the shared durables' names are denied below"}},
+			[]Rule{{jsAPI + "CONSUMER.CREATE." + streams.SessionsStream + ".*", "read Sessions' inboxes: a consumer over the inbox subjects and calls' reply subjects of one Session (ordered) or of up to 64 (inbox-<instance>-<n>, its filters updated by the same request) — several filters, which the create subject does not carry; the shared durables' names are denied below"}},
 			[]Rule{{streams.KVSubjectPrefix + streams.RootsBucket + ".*", "register and release itself as a Session's live root (M9)"}},
 			directGet(kvStream(streams.RootsBucket), "read the live root"),
 			[]Rule{
