@@ -102,7 +102,7 @@ type follower struct {
 	caught   bool
 	catchUps int
 	held     []stored
-	queue  []stored
+	queue    []stored
 	// draining says a goroutine delivers the queue; drains waits for it.
 	draining bool
 	drains   sync.WaitGroup
