@@ -312,19 +312,6 @@ func (r *Reader) Close(ctx context.Context) {
 	}
 }
 
-// Consumers are the names of the reader's consumers now.
-func (r *Reader) Consumers() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var names []string
-	for _, s := range r.shards {
-		if s.cc != nil {
-			names = append(names, s.name)
-		}
-	}
-	return names
-}
-
 // shard is one consumer and the Sessions it follows. Its fields are
 // guarded by Reader.mu, but for cons and the consumption, which only its
 // update goroutine touches.
