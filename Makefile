@@ -3,13 +3,18 @@
 
 GO ?= go
 
-.PHONY: build dev test test-go test-conformance test-web test-schemas test-sdk vet tidy
+.PHONY: build dev check-tree test test-go test-conformance test-web test-schemas test-sdk vet tidy
 
 build:
 	$(GO) build -o bin/ ./cmd/...
 
 dev: build
 	./bin/holdover dev
+
+# Nothing built is tracked: no executable, object or build output, and no
+# file over 1 MiB but the lockfiles and the committed web build.
+check-tree:
+	./.ci/check-tree
 
 vet:
 	$(GO) vet ./...
@@ -44,4 +49,4 @@ test-schemas:
 test-sdk:
 	cd sdk/typescript && npm ci --no-audit --no-fund && npm test
 
-test: tidy vet test-schemas test-web test-sdk test-go test-conformance
+test: check-tree tidy vet test-schemas test-web test-sdk test-go test-conformance
