@@ -52,7 +52,7 @@ consumer delivers always replies to ` + "`$JS.ACK.…`" + `, and a direct get's 
 any API response replies to nothing. So:
 
 - **Service requests are checked by origin.** The worker serves a request
-  on ` + "`holdover.q.*`" + ` only when its reply subject is an inbox
+  on ` + "`holdover.q.*`" + ` (and on its waits' ` + "`holdover.q.wait.<lease>.abort|status`" + `) only when its reply subject is an inbox
   (` + "`_INBOX.…`" + `) and, if it is a role's (` + "`_INBOX.<role>.…`" + `), only when
   that role may publish the subject (` + "`auth.CheckOrigin`" + `). A stored message
   that a consumer or a direct get replays there is refused with no reply

@@ -14,8 +14,10 @@ import (
 
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/worker"
 )
 
@@ -47,7 +49,7 @@ func createConsumer(nc *nats.Conn, stream, name string, cfg map[string]any) erro
 	return nil
 }
 
-func indirectAttacks() []indirect {
+func indirectAttacks(workerLease string) []indirect {
 	answer := streams.ServicePrefix + "." + streams.EndpointAnswer
 	push := func(role auth.Role, name string) func(ctx context.Context, nc *nats.Conn) error {
 		return func(ctx context.Context, nc *nats.Conn) error {
@@ -71,6 +73,10 @@ func indirectAttacks() []indirect {
 		{name: "agent: direct get of its stored answer with the reply set to holdover.q.answer", role: auth.Agent, endpoint: streams.EndpointAnswer,
 			act: func(ctx context.Context, nc *nats.Conn) error {
 				return nc.PublishRequest("$JS.API.DIRECT.GET.SESSIONS", answer, []byte(`{"seq":1}`))
+			}},
+		{name: "agent: direct get of a stored request id with the reply set to the worker's abort subject", role: auth.Agent, endpoint: userquestions.VerbAbort,
+			act: func(ctx context.Context, nc *nats.Conn) error {
+				return nc.PublishRequest("$JS.API.DIRECT.GET.SESSIONS", userquestions.WorkerSubject(workerLease, userquestions.VerbAbort), []byte(`{"seq":1}`))
 			}},
 	}
 }
@@ -98,7 +104,14 @@ func TestIndirectDenials(t *testing.T) {
 
 	var rows strings.Builder
 	rows.WriteString("| indirect attack | result |\n|---|---|\n")
-	for _, a := range indirectAttacks() {
+	var workerLease string
+	for n := range env.Topology.Claims.ConsumerNames(ctx).Name() {
+		if strings.HasPrefix(n, lease.Name(streams.LeaseWorker, "")) {
+			workerLease = n
+		}
+	}
+	require.NotEmpty(t, workerLease)
+	for _, a := range indirectAttacks(workerLease) {
 		nc, _ := env.As(t, a.role)
 		before := w.state(t)
 		refused := counter(t, m, "holdover_requests_refused_origin_total", a.endpoint)

@@ -471,6 +471,9 @@ func (f *foregroundHalf) route(requestID string, m *nats.Msg) {
 
 // onAbort ends a wait whose caller stopped waiting (W5: ASK_ABORTED).
 func (f *foregroundHalf) onAbort(m *nats.Msg) {
+	if !f.worker.fromSender(userquestions.VerbAbort, m) {
+		return
+	}
 	if w, ok := f.reg.ByRequest(string(m.Data)); ok {
 		w.Reject(holdover.Newf(holdover.CodeAskAborted, "the caller stopped waiting before call %q was answered", w.Key().CallID))
 	}
@@ -485,6 +488,9 @@ func (f *foregroundHalf) onAbort(m *nats.Msg) {
 // the deadline a live wait is held by Clients' claims, and their holders
 // are asked whether they are alive (checkClaims).
 func (f *foregroundHalf) onStatus(m *nats.Msg) {
+	if !f.worker.fromSender(userquestions.VerbStatus, m) {
+		return
+	}
 	w, live := f.reg.ByRequest(string(m.Data))
 	if !live {
 		_ = m.Respond([]byte("gone"))
