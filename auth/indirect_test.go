@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/auth"
@@ -114,10 +116,10 @@ func TestIndirectDenials(t *testing.T) {
 	for _, a := range indirectAttacks(workerLease) {
 		nc, _ := env.As(t, a.role)
 		before := w.state(t)
-		refused := counter(t, m, "holdover_requests_refused_origin_total", a.endpoint)
+		refused := refusedOrigin(t, m, a.endpoint)
 		require.NoError(t, a.act(ctx, nc), a.name)
 		require.Eventually(t, func() bool {
-			return counter(t, m, "holdover_requests_refused_origin_total", a.endpoint) > refused
+			return refusedOrigin(t, m, a.endpoint) > refused
 		}, patience, 10*time.Millisecond, "%s: the replayed message never reached the worker", a.name)
 		// The consumer the attack made is its vehicle, not an effect:
 		// removed, so the state compares what it could have changed and
@@ -134,21 +136,19 @@ func TestIndirectDenials(t *testing.T) {
 	t.Log("\n" + rows.String())
 }
 
-// counter reads the sample of counter family name whose one label is value.
-func counter(t *testing.T, m *ops.Metrics, name, value string) float64 {
+// refusedOrigin reads how many requests to endpoint the worker refused
+// for their origin.
+func refusedOrigin(t *testing.T, m *ops.Metrics, endpoint string) float64 {
 	t.Helper()
 	families, err := m.Registry.Gather()
 	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, s := range f.GetMetric() {
-			for _, l := range s.GetLabel() {
-				if l.GetValue() == value {
-					return s.GetCounter().GetValue()
-				}
-			}
+	i := slices.IndexFunc(families, func(f *dto.MetricFamily) bool { return f.GetName() == "holdover_requests_refused_origin_total" })
+	if i < 0 {
+		return 0 // nothing refused yet
+	}
+	for _, s := range families[i].GetMetric() {
+		if s.GetLabel()[0].GetValue() == endpoint {
+			return s.GetCounter().GetValue()
 		}
 	}
 	return 0
