@@ -47,7 +47,8 @@ type foregroundHalf struct {
 	replies   sync.WaitGroup // settled waits whose reply and claims are not done
 	probes    sync.WaitGroup // claim holders being asked whether they are alive
 	probed    *prometheus.CounterVec
-	leaseMu   sync.Mutex // serialises re-holding the lease
+	forged    *prometheus.CounterVec // consumers named like claims that are not (genuine)
+	leaseMu   sync.Mutex             // serialises re-holding the lease
 
 	mu       sync.Mutex
 	lease    *leases.Lease
@@ -70,6 +71,10 @@ func newForeground(w *Worker) *foregroundHalf {
 			Name: "holdover_claim_probes_total",
 			Help: "Claim holders asked past a claimed wait's deadline whether they are alive, by result: alive, released (no answer in time: the claim was released and deleted), unbound (no subscriber: NATS ends the claim within the release bound) or failed.",
 		}, "result"),
+		forged: counterVec(w.metrics(), prometheus.CounterOpts{
+			Name: "holdover_claims_forged_total",
+			Help: "Consumers on the claims stream named like a Client's claim that are not one (durable, pull, not on the claim's frame subject, or never ending): deleted, they claimed no wait.",
+		}),
 		leaseID:   id,
 		leaseName: leases.Name(userquestions.RoleWorker, id),
 	}
@@ -466,6 +471,9 @@ func (f *foregroundHalf) route(requestID string, m *nats.Msg) {
 
 // onAbort ends a wait whose caller stopped waiting (W5: ASK_ABORTED).
 func (f *foregroundHalf) onAbort(m *nats.Msg) {
+	if !f.worker.fromSender(userquestions.VerbAbort, m) {
+		return
+	}
 	if w, ok := f.reg.ByRequest(string(m.Data)); ok {
 		w.Reject(holdover.Newf(holdover.CodeAskAborted, "the caller stopped waiting before call %q was answered", w.Key().CallID))
 	}
@@ -480,6 +488,9 @@ func (f *foregroundHalf) onAbort(m *nats.Msg) {
 // the deadline a live wait is held by Clients' claims, and their holders
 // are asked whether they are alive (checkClaims).
 func (f *foregroundHalf) onStatus(m *nats.Msg) {
+	if !f.worker.fromSender(userquestions.VerbStatus, m) {
+		return
+	}
 	w, live := f.reg.ByRequest(string(m.Data))
 	if !live {
 		_ = m.Respond([]byte("gone"))

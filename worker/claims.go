@@ -51,6 +51,44 @@ func (f *foregroundHalf) claimed(name string) {
 	}
 }
 
+// genuine reports whether the consumer name on the claims stream is a
+// claim as a Client holds one (lease.HoldConsumer): a push consumer on the
+// claim's own frame subject, not durable, that NATS deletes once its
+// holder's interest is gone. Only a role that may create consumers on
+// frame subjects (the gateway) can make one; anything else named like a
+// claim (a durable pull consumer an agent made through its lease right,
+// issue 24) would pause the wait with no holder to probe and no end, so
+// it never claims: it is deleted, counted and logged. A claim that is
+// gone already is not genuine either; its advisory follows.
+func (f *foregroundHalf) genuine(name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
+	defer cancel()
+	c, err := f.js.PushConsumer(ctx, streams.ClaimsStream, name)
+	var cfg jetstream.ConsumerConfig
+	switch {
+	case errors.Is(err, jetstream.ErrNotPushConsumer):
+		// a pull consumer: no holder to probe, nothing NATS ends
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return false
+	case err != nil:
+		f.log.Warn("look a claim up", "claim", name, ops.Err(err))
+		return false
+	default:
+		cfg = c.CachedInfo().Config
+		frames, _ := userquestions.FrameSubject(name)
+		if cfg.Durable == "" && cfg.InactiveThreshold > 0 && cfg.FilterSubject == frames && len(cfg.FilterSubjects) == 0 {
+			return true
+		}
+	}
+	f.forged.WithLabelValues().Inc()
+	f.log.Warn("a consumer named like a claim is not one a Client holds; deleted, it claims nothing",
+		"claim", name, "durable", cfg.Durable, "deliver", cfg.DeliverSubject, "filter", cfg.FilterSubject, "inactive", cfg.InactiveThreshold, ops.Err(err))
+	if err := leases.Delete(ctx, f.js, name); err != nil {
+		f.log.Warn("delete a forged claim", "claim", name, ops.Err(err))
+	}
+	return false
+}
+
 // deleted handles a vanished claim or lease.
 func (f *foregroundHalf) deleted(name string) {
 	if key, ok := userquestions.ParseClaim(name); ok {
@@ -69,6 +107,9 @@ func (f *foregroundHalf) deleted(name string) {
 // claim: the wait ended, the name already holds it, or this attach expired
 // an overdue wait.
 func (f *foregroundHalf) addClaim(w *waiter.Wait, name string) bool {
+	if !f.genuine(name) {
+		return false
+	}
 	remaining, ok := w.Claim(name)
 	if !ok {
 		return false

@@ -230,3 +230,37 @@ func TestAFrozenClaimHolderLosesItsClaimPastTheDeadline(t *testing.T) {
 		t.Fatal("the thawed holder got no closing frame")
 	}
 }
+
+// A consumer named like a Client's claim that is not one (here the
+// attack of issue 24: a durable pull consumer an agent creates through its
+// lease right) never holds the wait: the worker deletes it and the timed
+// wait ends at its deadline on the waiter's clock, 0 ms past it.
+func TestAForgedClaimHoldsNoWait(t *testing.T) {
+	f := newFGTest(t)
+	fg := f.svc.foreground()
+	rec := f.watch("s1")
+	done := f.askTimed(f.agent, "s1", "call-1", 20_000)
+	rec.next(t)
+
+	name := "claim~s1~call-1~X"
+	_, ok := userquestions.ParseClaim(name)
+	require.True(t, ok, "named like a claim")
+	body := []byte(`{"stream_name":"CLAIMS","config":{"name":"` + name + `","durable_name":"` + name + `","filter_subject":"holdover.claim.lease.caller.x","ack_policy":"explicit"}}`)
+	msg, err := f.env.Conn.Request("$JS.API.CONSUMER.CREATE.CLAIMS."+name+".holdover.claim.lease.caller.x", body, 10*time.Second)
+	require.NoError(t, err)
+	require.NotContains(t, string(msg.Data), `"error"`)
+
+	require.Eventually(t, func() bool {
+		alive, err := leases.Exists(context.Background(), f.env.JS, name)
+		return err == nil && !alive
+	}, 10*time.Second, 5*time.Millisecond, "the forged claim is deleted")
+	assert.Equal(t, 0, heldClaims(fg, "s1", "call-1"), "it claims nothing")
+	fg.reconcileClaims(context.Background())
+	assert.Equal(t, 0, heldClaims(fg, "s1", "call-1"), "nor does a listing")
+	var forged dto.Metric
+	require.NoError(t, fg.forged.WithLabelValues().Write(&forged))
+	assert.Equal(t, 1.0, forged.GetCounter().GetValue())
+
+	f.clock.Advance(20 * time.Second) // exactly the deadline: 0 ms past it
+	require.NoError(t, ended(t, done), "pending")
+}
