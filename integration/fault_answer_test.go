@@ -127,6 +127,14 @@ func TestFaultFolderKilledBetweenTheMarkerAndTheView(t *testing.T) {
 	held := proxy.HoldAfter(func(s string, h nats.Header) bool { return s == subject && inbox.IsMarker(h) })
 	s.Discard("reply-1")
 	waitClosed(t, held, "the release marker")
+	// Passed on to the server is not yet stored: wait for the store
+	// before the kill, which could otherwise reset the proxy's connection
+	// with the marker still unread. The victim cannot write the View
+	// meanwhile: the proxy holds all it sends after the marker.
+	require.Eventually(t, func() bool {
+		last, err := replies.Last(context.Background(), "folded", "call-1")
+		return err == nil && last.Marker == inbox.Released
+	}, fgPatience, 5*time.Millisecond, "the server stores the release marker")
 	victim.kill()
 
 	last, err := replies.Last(context.Background(), "folded", "call-1")

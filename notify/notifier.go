@@ -212,9 +212,7 @@ func (n *Notifier) consume(ctx context.Context) error {
 		n.held.add(m)
 		select {
 		case lanes[laneOf(m.Subject(), len(lanes))].queue <- m:
-		case <-stopping:
-			n.held.drop(m)
-			_ = m.Nak()
+		case <-stopping: // held, so handed back once the consumption is closed
 		}
 	},
 		jetstream.PullMaxMessages(256),
@@ -241,18 +239,19 @@ func (n *Notifier) consume(ctx context.Context) error {
 	case <-cc.Closed():
 		stopped = errConsumerStopped
 	}
+	// Hand the held events back only once the consumption's subscription
+	// is gone. The server redelivers a Nak'd event at once to a pull that
+	// still has interest, and while this one's unsubscribe is on its way
+	// that is this pull: the event would reach a subscription that drops
+	// it, and wait out AckWait before anyone saw it again. Draining, not
+	// stopping, hands what is already on its way to the callback, which
+	// holds it too.
 	close(stopping)
-	cc.Stop()
-	<-cc.Closed()
 	stopWork()
+	cc.Drain()
+	<-cc.Closed()
 	wg.Wait()
-	for _, l := range lanes {
-		for len(l.queue) > 0 {
-			m := <-l.queue
-			n.held.drop(m)
-			_ = m.Nak()
-		}
-	}
+	n.held.handBack()
 	return stopped
 }
 
@@ -298,7 +297,9 @@ func (l *lane) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case m := <-l.queue:
-			l.handle(ctx, m)
+			if l.handle(ctx, m) {
+				l.n.held.drop(m)
+			}
 		}
 	}
 }
@@ -314,37 +315,37 @@ type delivery struct {
 	attempt uint64
 }
 
-// handle settles the notifications of one event, then acknowledges it.
-// A fold that fails (the log unreadable) hands the event back to be
-// tried again after a back-off; so does a stop, at once.
-func (l *lane) handle(ctx context.Context, m jetstream.Msg) {
-	defer l.n.held.drop(m)
+// handle settles the notifications of one event, then acknowledges it,
+// and reports whether it settled the event. A fold that fails (the log
+// unreadable) hands the event back to be tried again after a back-off.
+// A stop cuts it short and leaves the event held, for the consumption
+// to hand back once it is closed.
+func (l *lane) handle(ctx context.Context, m jetstream.Msg) bool {
 	d, ok := l.n.receive(m)
 	if !ok {
-		return
+		return true
 	}
 	notes, err := l.notifications(ctx, d)
 	if err != nil {
 		delete(l.views, d.sid)
 		if ctx.Err() != nil {
-			_ = m.Nak()
-			return
+			return false
 		}
 		delay := l.n.cfg.Retry.Backoff(int(d.attempt))
 		l.n.log.Error("fold failed; retrying later", "session", d.sid, "seq", d.event.Seq, "retry_in", delay, "code", holdover.CodeOf(err), ops.Err(err))
 		l.n.cfg.Metrics.Error("notify", err)
 		_ = m.NakWithDelay(delay)
-		return
+		return true
 	}
 	if err := l.n.send(ctx, notes); err != nil {
 		delete(l.views, d.sid) // folded past an event that goes back
-		_ = m.Nak()
-		return
+		return false
 	}
 	if len(notes) > 0 {
 		l.n.metrics.lag.Observe(time.Since(d.stored).Seconds())
 	}
 	_ = m.Ack()
+	return true
 }
 
 // notifications folds d's event into its Session's View and describes
@@ -499,6 +500,17 @@ func (h *held) drop(m jetstream.Msg) {
 	h.mu.Lock()
 	delete(h.msgs, m)
 	h.mu.Unlock()
+}
+
+// handBack gives every held event back to the server (Nak), to be
+// delivered again at once to another pull.
+func (h *held) handBack() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for m := range h.msgs {
+		_ = m.Nak()
+		delete(h.msgs, m)
+	}
 }
 
 // keepAlive tells the server every period that each held event is in

@@ -220,12 +220,15 @@ func TestNotifiersShareTheConsumer(t *testing.T) {
 // A notifier stopped while it retries a receiver that is down hands the
 // event back; the next one posts the same notification, same key, and
 // the receiver, deduping by key, sees it once. The event stays
-// unacknowledged until then.
+// unacknowledged until then. AckWait outlasts the test's patience, so
+// only the hand-back, never the server's redelivery on AckWait, can
+// bring the event to the next notifier in time.
 func TestNotifierStoppedMidRetryLosesNothing(t *testing.T) {
 	w := newWorld(t)
 	recv := notifytest.NewReceiver(t, KeyHeader)
 	recv.Respond(func(int, http.Header) int { return http.StatusServiceUnavailable })
-	cfg := Config{Webhooks: []Webhook{w.hook(recv, FormatJSON)}, Retry: RetryPolicy{First: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 1000}}
+	cfg := Config{Webhooks: []Webhook{w.hook(recv, FormatJSON)}, AckWait: 6 * patience,
+		Retry: RetryPolicy{First: 20 * time.Millisecond, Max: 50 * time.Millisecond, Attempts: 1000}}
 	first := w.start(cfg)
 	s := steertest.NewSession(t, w.env.Log, "s1")
 	s.Header(true)

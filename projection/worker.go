@@ -178,11 +178,17 @@ func (w *Worker) consume(ctx context.Context) error {
 	}
 	delivered := make(chan jetstream.Msg, w.cfg.Batch)
 	stopping := make(chan struct{})
+	var late struct {
+		sync.Mutex
+		msgs []jetstream.Msg
+	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		select {
 		case delivered <- m:
-		case <-stopping:
-			_ = m.Nak()
+		case <-stopping: // handed back once the consumption is closed
+			late.Lock()
+			late.msgs = append(late.msgs, m)
+			late.Unlock()
 		}
 	},
 		jetstream.PullMaxMessages(2*w.cfg.Batch),
@@ -192,13 +198,23 @@ func (w *Worker) consume(ctx context.Context) error {
 	if err != nil {
 		return holdover.Wrapf(err, holdover.CodeInternal, "consume %s", w.cfg.Durable)
 	}
+	// What is left is handed back (Nak) only once the subscription is
+	// gone: the server redelivers a Nak'd event at once to a pull that
+	// still has interest, this one until its unsubscribe arrives, whose
+	// subscription would then drop it until AckWait. Draining, not
+	// stopping, hands what is already on its way to the callback.
 	defer func() {
 		close(stopping)
-		cc.Stop()
+		cc.Drain()
 		<-cc.Closed()
 		for len(delivered) > 0 {
 			_ = (<-delivered).Nak()
 		}
+		late.Lock()
+		for _, m := range late.msgs {
+			_ = m.Nak()
+		}
+		late.Unlock()
 	}()
 	w.log.Info("folding Session events")
 	for {
