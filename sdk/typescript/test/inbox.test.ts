@@ -40,7 +40,7 @@ async function reader(shardSize: number): Promise<{ rd: InboxReader; name: strin
 
 async function admin() {
   const nc = await plainConn("admin");
-  return { js: jetstream(nc), jsm: await jetstreamManager(nc) };
+  return { nc, js: jetstream(nc), jsm: await jetstreamManager(nc) };
 }
 
 async function consumerNames(name: string): Promise<string[]> {
@@ -83,14 +83,20 @@ describe("the shared inbox reader", () => {
 
   it("catches a joining Session up while messages are published, losing, repeating and reordering none", async () => {
     const { rd, name } = await reader(4);
-    const { js } = await admin();
+    const { js, nc } = await admin();
     // Another Session keeps the consumer delivering, so s1 joins one that does.
     const stop0 = await rd.follow(sid(name, 0), 0, new Got().deliver);
     const s1 = sid(name, 1);
     const first = await publish(js, s1, "m0");
+    // Published back to back on one connection, so stored in this order
+    // while s1 joins, without a round trip each; the acknowledged "end",
+    // sent after them, is stored after them.
     const n = 200;
     const published = (async () => {
-      for (let i = 1; i <= n; i++) await publish(js, s1, `m${i}`);
+      for (let i = 1; i <= n; i++) {
+        nc.publish(`holdover.session.${s1}.inbox`, steered(`m${i}`));
+        if (i % 20 === 0) await nc.flush();
+      }
     })();
     const g = new Got();
     const stop1 = await rd.follow(s1, first, g.deliver);
