@@ -23,8 +23,10 @@ const { values: flags } = parseArgs({
   },
 });
 
+/** An error's message and its causes'. */
+const why = (err: Error): string => (err.cause instanceof Error ? `${err.message}: ${why(err.cause)}` : err.message);
 const warn = (msg: string, fields: Record<string, unknown> = {}) =>
-  process.stderr.write(`level=WARN msg=${JSON.stringify(msg)} ${JSON.stringify(fields, (_k, v: unknown) => (v instanceof Error ? v.message : v))}\n`);
+  process.stderr.write(`level=WARN msg=${JSON.stringify(msg)} ${JSON.stringify(fields, (_k, v: unknown) => (v instanceof Error ? why(v) : v))}\n`);
 
 /** faultproc's runtimeScript as a model: ask, go on when pending, take the late answer. */
 const script: Model = {
