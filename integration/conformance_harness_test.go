@@ -74,15 +74,21 @@ var confRuntimes = []confRuntime{
 // The TypeScript runner is the SDK's build; it is built once per test
 // binary, from the package's installed dependencies.
 var tsBuild struct {
-	once   sync.Once
-	runner string
-	err    error
+	once sync.Once
+	dist string
+	err  error
 }
 
-// tsRunner builds sdk/typescript (tsc) and returns its runner script. Without
+// tsRunner builds sdk/typescript and returns its conformance runner script.
+func tsRunner(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(tsDist(t), "conformance", "runner.js")
+}
+
+// tsDist builds sdk/typescript (tsc) and returns its dist folder. Without
 // sdk/typescript/node_modules (`make test-sdk` runs npm ci) the TypeScript
 // runtime is skipped on a developer's machine and fails with CI=true.
-func tsRunner(t testing.TB) string {
+func tsDist(t testing.TB) string {
 	t.Helper()
 	_, here, _, _ := runtime.Caller(0)
 	pkg := filepath.Join(filepath.Dir(here), "..", "sdk", "typescript")
@@ -97,10 +103,10 @@ func tsRunner(t testing.TB) string {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			tsBuild.err = fmt.Errorf("build sdk/typescript: %w\n%s", err, out)
 		}
-		tsBuild.runner = filepath.Join(pkg, "dist", "conformance", "runner.js")
+		tsBuild.dist = filepath.Join(pkg, "dist")
 	})
 	require.NoError(t, tsBuild.err)
-	return tsBuild.runner
+	return tsBuild.dist
 }
 
 // The table: one row per requirement a scenario checks, one column per

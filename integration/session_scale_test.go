@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,10 +38,17 @@ import (
 //
 //	HOLDOVER_SESSION_SCALE=1000,10000 go test -run 'TestSessionScale$' -v -timeout 60m ./integration/
 //
+// HOLDOVER_SESSION_SCALE_RUNTIME lists the agent runtimes to measure, go
+// (the default) and typescript: the SDK's test/scale-runtime.ts, which runs
+// the same script behind the same stdin commands (its heap is V8's used
+// heap; it has no goroutines or stacks to count), as in
+//
+//	HOLDOVER_SESSION_SCALE=1000,10000 HOLDOVER_SESSION_SCALE_RUNTIME=go,typescript go test -run 'TestSessionScale$' -v -timeout 90m ./integration/
+//
 // The NATS server (authentication on), the question worker, the
 // projection worker and one agent runtime each run in a process of their
-// own (faultproc), each on its role's credentials, so each one's memory is
-// its own. The runtime serves every Session; each asks one timed question
+// own (faultproc, or node for the TypeScript runtime), each on its role's
+// credentials, so each one's memory is its own. The runtime serves every Session; each asks one timed question
 // (timeout 1 s) that nobody answers in time, goes on, ends its Turn, and
 // later admits a late answer. The test reports, per Session: the
 // runtime's RSS, heap and goroutines once they are all idle with a
@@ -48,7 +56,10 @@ import (
 // subscriptions; and the p99 from an accepted late answer to its
 // admission. It requires every call to go pending within 5 s of its
 // timeout and every late answer to be admitted exactly once.
-const sessionScaleEnv = "HOLDOVER_SESSION_SCALE"
+const (
+	sessionScaleEnv        = "HOLDOVER_SESSION_SCALE"
+	sessionScaleRuntimeEnv = "HOLDOVER_SESSION_SCALE_RUNTIME"
+)
 
 func TestSessionScale(t *testing.T) {
 	spec := os.Getenv(sessionScaleEnv)
@@ -56,10 +67,34 @@ func TestSessionScale(t *testing.T) {
 		t.Skip("set " + sessionScaleEnv + "=1000,10000 to run the per-Session cost test")
 	}
 	bin := fgProcBinary(t)
-	for _, field := range strings.Split(spec, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(field))
-		require.NoError(t, err, "%s lists Session counts", sessionScaleEnv)
-		t.Run(fmt.Sprintf("sessions=%d", n), func(t *testing.T) { sessionScale(t, bin, n) })
+	kinds := cmp.Or(os.Getenv(sessionScaleRuntimeEnv), "go")
+	for _, kind := range strings.Split(kinds, ",") {
+		kind = strings.TrimSpace(kind)
+		// The command that runs the agent runtime, given its flags.
+		var command func(args ...string) []string
+		switch kind {
+		case "go":
+			command = func(args ...string) []string { return append([]string{bin, "runtime"}, args...) }
+		case "typescript":
+			script := filepath.Join(tsDist(t), "test", "scale-runtime.js")
+			command = func(args ...string) []string {
+				argv := []string{"node", "--expose-gc", script}
+				for _, a := range args {
+					if strings.HasPrefix(a, "-") {
+						a = "-" + a // node's flags are --nats, --creds, --prefix
+					}
+					argv = append(argv, a)
+				}
+				return argv
+			}
+		default:
+			t.Fatalf("%s lists go and typescript, not %q", sessionScaleRuntimeEnv, kind)
+		}
+		for _, field := range strings.Split(spec, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(field))
+			require.NoError(t, err, "%s lists Session counts", sessionScaleEnv)
+			t.Run(fmt.Sprintf("runtime=%s/sessions=%d", kind, n), func(t *testing.T) { sessionScale(t, bin, command, n) })
+		}
 	}
 }
 
@@ -71,19 +106,21 @@ type scaleProc struct {
 	said  string
 }
 
-// startScaleProc starts faultproc with args and waits for its ready line.
-func startScaleProc(t *testing.T, bin string, args ...string) *scaleProc {
+// startScaleProc starts the command line argv (faultproc, or the
+// TypeScript runtime) and waits for its ready line.
+func startScaleProc(t *testing.T, argv ...string) *scaleProc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	fgSpawn(t, "faultproc "+args[0], cmd)
+	name := strings.Join(argv[:2], " ")
+	fgSpawn(t, name, cmd)
 	p := &scaleProc{t: t, in: in, lines: bufio.NewScanner(out)}
-	require.True(t, p.lines.Scan(), "faultproc %s ended before it was ready", args[0])
+	require.True(t, p.lines.Scan(), "%s ended before it was ready", name)
 	rest, ok := strings.CutPrefix(p.lines.Text(), "ready")
-	require.True(t, ok, "faultproc %s said %q", args[0], p.lines.Text())
+	require.True(t, ok, "%s said %q", name, p.lines.Text())
 	p.said = strings.TrimSpace(rest)
 	return p
 }
@@ -196,7 +233,7 @@ func (f *scaleFeed) await(t *testing.T, n int, patience time.Duration, what stri
 	}
 }
 
-func sessionScale(t *testing.T, bin string, n int) {
+func sessionScale(t *testing.T, bin string, runtimeCommand func(args ...string) []string, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	authDir := filepath.Join(t.TempDir(), "auth")
@@ -211,7 +248,7 @@ func sessionScale(t *testing.T, bin string, n int) {
 	require.NoError(t, err)
 	fgStart(t, bin, "worker", "-nats", server.said, "-creds", creds(auth.Worker))
 	fgStart(t, bin, "folder", "-nats", server.said, "-creds", creds(auth.Worker))
-	agents := startScaleProc(t, bin, "runtime", "-nats", server.said, "-creds", creds(auth.Agent), "-prefix", "scale")
+	agents := startScaleProc(t, runtimeCommand("-nats", server.said, "-creds", creds(auth.Agent), "-prefix", "scale")...)
 
 	feed := &scaleFeed{sessions: map[string]*scaleRun{}, changed: make(chan struct{}, 1)}
 	sessions, err := js.Stream(ctx, streams.SessionsStream)

@@ -6,6 +6,7 @@
 
 import { createHash } from "node:crypto";
 import { Code, HoldoverError, wire } from "./errors.js";
+import { InboxReader } from "./inbox.js";
 import { Lease, releaseBound } from "./lease.js";
 import { Registry } from "./liveroot.js";
 import { ResumeQueue, ResumeSubject, checkSession } from "./names.js";
@@ -29,11 +30,15 @@ export interface RuntimeOptions extends ConnectOptions {
   warn?: Warn;
   /** Receives the SDK's informational lines (joined the pool, resumed a Session); default: none. */
   info?: Warn;
+  /** How many Sessions one consumer of the shared inbox reader follows; default 64 (see InboxReader). */
+  inboxShardSize?: number;
 }
 
 export class Runtime {
   readonly registry: Registry;
   readonly log: SessionLog;
+  /** Reads the inboxes of every Session this instance runs, through consumers inbox-<instance>-<n>. */
+  readonly inboxes: InboxReader;
   private closed = false;
 
   private constructor(
@@ -44,8 +49,10 @@ export class Runtime {
     private readonly bound: number,
     readonly warn: Warn,
     readonly info: Warn,
+    shardSize?: number,
   ) {
     this.registry = new Registry(conn);
+    this.inboxes = new InboxReader(conn, { name: instance, warn, ...(shardSize ? { shardSize } : {}) });
     this.log = new SessionLog(conn);
     void this.keepLease();
   }
@@ -55,12 +62,13 @@ export class Runtime {
     const warn = opts.warn ?? ((msg, fields) => console.warn(msg, fields ?? ""));
     const info = opts.info ?? (() => {});
     const instance = opts.instance ?? newID("runtime");
+    checkSession(instance); // it names the inbox reader's consumers too
     const bound = releaseBound(opts.releaseBoundMs);
     const conn = await openConn(opts);
     try {
       const lease = await Lease.hold(conn, "root", instance, bound);
       const caller = await Caller.create(conn, { releaseBoundMs: bound, warn });
-      return new Runtime(conn, instance, caller, lease, bound, warn, info);
+      return new Runtime(conn, instance, caller, lease, bound, warn, info, opts.inboxShardSize);
     } catch (err) {
       await conn.nc.close();
       throw err;
@@ -157,7 +165,8 @@ export class Runtime {
     if (this.closed) return;
     this.closed = true;
     await this.caller.close();
-    // An agent may not delete consumers (package auth): NATS ends the root
+    await this.inboxes.close();
+    // An agent may not delete consumers of CLAIMS (package auth): NATS ends the root
     // lease the release bound after this. The Sessions were released first,
     // so no answer waits on it meanwhile.
     this.rootLease.drop();
@@ -165,7 +174,7 @@ export class Runtime {
   }
 
   private deps() {
-    return { conn: this.conn, log: this.log, registry: this.registry, warn: this.warn };
+    return { conn: this.conn, log: this.log, registry: this.registry, inboxes: this.inboxes, warn: this.warn };
   }
 
   /**

@@ -4,11 +4,11 @@
 // claim and admission of queued messages at step boundaries (D8).
 
 import { randomBytes } from "node:crypto";
-import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
-import { nanos, type Subscription } from "@nats-io/nats-core";
-import { Code, HoldoverError, codeOf, wire, wrap } from "./errors.js";
+import type { Subscription } from "@nats-io/nats-core";
+import { Code, HoldoverError, codeOf, wire } from "./errors.js";
 import type { EventBodies, Message as InboxMessage, Part, ToolSchema } from "./generated/events.js";
-import { SessionsStream, discardSubject, inboxSubjects } from "./names.js";
+import type { InboxReader } from "./inbox.js";
+import { discardSubject } from "./names.js";
 import { decoder, encoder, type Conn } from "./nats.js";
 import type { Registry } from "./liveroot.js";
 import { SessionLog, type EventType } from "./sessionlog.js";
@@ -18,16 +18,12 @@ import type { AgentRef, DiscardReply, DiscardRequest } from "./wire.js";
 /** The result text of a tool call a resumed agent found recorded without a result (D3). */
 export const InterruptedText = "The tool call was interrupted after it was recorded.";
 
-/** The header that marks a reply reservation's marker on a reply subject; readers pass over such messages. */
-export const MarkerHeader = "Holdover-Reservation";
-
-/** How long an inbox reader's consumer outlives its client (inbox.readerIdle). */
-const readerIdleMs = 30_000;
-
 export interface SessionDeps {
   conn: Conn;
   log: SessionLog;
   registry: Registry;
+  /** The runtime's shared inbox reader. */
+  inboxes: InboxReader;
   warn: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -37,7 +33,7 @@ export class Session {
   /** The Session seq of the log's last event. */
   last = 0;
   private lock: Promise<unknown> = Promise.resolve();
-  private reader?: ConsumerMessages;
+  private stopInbox?: () => Promise<void>;
   private discards?: Subscription;
   private waiters: Array<() => void> = [];
   private closed = false;
@@ -183,35 +179,16 @@ export class Session {
   }
 
   /**
-   * Starts reading the inbox: an ordered consumer of the Session's inbox
-   * subject and every call's reply subject, after the last spliced
-   * sequence. Each message is spliced as it arrives, even while a tool
-   * runs, so the projection shows the queued reply (P5); markers are
-   * passed over. Also answers discard requests for the Session.
+   * Starts reading the inbox through the runtime's shared reader, after the
+   * last spliced sequence: the Session's inbox subject and every call's
+   * reply subject, markers passed over. Each message is spliced as it
+   * arrives, even while a tool runs, so the projection shows the queued
+   * reply (P5). Also answers discard requests for the Session.
    */
   async serve(): Promise<void> {
-    const cons = await this.deps.conn.js.consumers.get(SessionsStream, {
-      filter_subjects: inboxSubjects(this.id),
-      inactive_threshold: nanos(readerIdleMs),
-      ...(this.state.inboxSeq > 0
-        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.state.inboxSeq + 1 }
-        : { deliver_policy: DeliverPolicy.All }),
-    }).catch((err: unknown) => {
-      throw wrap(err, Code.Internal, `open the inbox of session ${this.id}`);
-    });
-    this.reader = await cons.consume({
-      callback: (m) => {
-        if (m.headers?.get(MarkerHeader)) return; // a reply reservation's marker, for the question worker
-        let message: InboxMessage;
-        try {
-          message = decodeInboxMessage(m.data);
-        } catch (err) {
-          this.deps.warn("passing over an inbox message that does not decode", { seq: m.seq, err });
-          return;
-        }
-        this.splice(message, m.seq).catch((err: unknown) => this.fail(err));
-      },
-    });
+    this.stopInbox = await this.deps.inboxes.follow(this.id, this.state.inboxSeq, (q) =>
+      this.splice(q.message, q.seq).catch((err: unknown) => this.fail(err)),
+    );
     this.discards = this.deps.conn.nc.subscribe(discardSubject(this.id), {
       callback: (err, m) => {
         if (err) return;
@@ -251,7 +228,9 @@ export class Session {
 
   private async stopReading(): Promise<void> {
     this.discards?.unsubscribe();
-    await this.reader?.close().catch(() => undefined);
+    const stop = this.stopInbox;
+    this.stopInbox = undefined;
+    await stop?.();
   }
 
   private async splice(message: InboxMessage, seq: number): Promise<void> {
@@ -294,17 +273,6 @@ export class Session {
     this.lock = run.catch(() => undefined);
     return run;
   }
-}
-
-/** Parses and checks one inbox message (inbox.Decode): id, role and a known source. */
-export function decodeInboxMessage(data: Uint8Array): InboxMessage {
-  const m = JSON.parse(decoder.decode(data)) as InboxMessage;
-  if (!m || typeof m.id !== "string" || m.id === "") throw new HoldoverError(Code.BadRequest, "message: id is required");
-  if (typeof m.role !== "string" || m.role === "") throw new HoldoverError(Code.BadRequest, "message: role is required");
-  const kind = m.source?.kind;
-  if (kind === "user") return m;
-  if (kind === "user-question-reply" && m.source.callId && m.source.outcome === "answered") return m;
-  throw new HoldoverError(Code.BadRequest, `unknown or malformed message source ${JSON.stringify(m.source)}`);
 }
 
 /** Message content of one text part. */
