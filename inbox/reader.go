@@ -180,31 +180,13 @@ func (r *Reader) catchUp(ctx context.Context, f *follower) error {
 	mine := f.catchUps
 	f.caught = false
 	r.mu.Unlock()
-	next := make([]*jetstream.RawStreamMsg, len(f.subjects))
-	for {
-		var first *jetstream.RawStreamMsg
-		for i, subject := range f.subjects {
-			if next[i] == nil || next[i].Sequence < from {
-				m, err := r.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
-				switch {
-				case errors.Is(err, jetstream.ErrMsgNotFound):
-					m = &jetstream.RawStreamMsg{Sequence: 0}
-				case err != nil:
-					return holdover.Wrapf(err, holdover.CodeInternal, "read the inbox of session %s from stream seq %d", f.sid, from)
-				}
-				next[i] = m
-			}
-			if m := next[i]; m.Sequence >= from && (first == nil || m.Sequence < first.Sequence) {
-				first = m
-			}
-		}
-		if first == nil {
-			break
-		}
+	err := readFrom(ctx, r.stream, f.subjects, from, func(m stored) {
 		r.mu.Lock()
-		r.queue(f, stored{seq: first.Sequence, header: first.Header, data: first.Data})
+		r.queue(f, m)
 		r.mu.Unlock()
-		from = first.Sequence + 1
+	})
+	if err != nil {
+		return holdover.Wrapf(err, holdover.CodeInternal, "read the inbox of session %s from stream seq %d", f.sid, from)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -217,6 +199,63 @@ func (r *Reader) catchUp(ctx context.Context, f *follower) error {
 	}
 	f.held = nil
 	return nil
+}
+
+// readFrom hands fn every message of subjects stored at stream seq from or
+// later, in stream order, up to the stream's end as it reads it: one
+// direct get per message and subject.
+func readFrom(ctx context.Context, stream jetstream.Stream, subjects []string, from uint64, fn func(stored)) error {
+	next := make([]*jetstream.RawStreamMsg, len(subjects))
+	for {
+		var first *jetstream.RawStreamMsg
+		for i, subject := range subjects {
+			if next[i] == nil || next[i].Sequence < from {
+				m, err := stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+				switch {
+				case errors.Is(err, jetstream.ErrMsgNotFound):
+					m = &jetstream.RawStreamMsg{Sequence: 0}
+				case err != nil:
+					return err
+				}
+				next[i] = m
+			}
+			if m := next[i]; m.Sequence >= from && (first == nil || m.Sequence < first.Sequence) {
+				first = m
+			}
+		}
+		if first == nil {
+			return nil
+		}
+		fn(stored{seq: first.Sequence, header: first.Header, data: first.Data})
+		from = first.Sequence + 1
+	}
+}
+
+// Since reads Session sid's inbox once: every message stored after stream
+// seq after, in order, passing over reservation markers. A runtime that
+// does not follow the inbox (a short-lived host hook) reads it this way
+// from the InboxSeq of its Session's last splice. A message that does not
+// decode is returned in bad with its seq, never dropped silently.
+func Since(ctx context.Context, stream jetstream.Stream, sid string, after uint64) (msgs []Queued, bad []uint64, err error) {
+	subjects, err := streams.InboxSubjects(sid)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = readFrom(ctx, stream, subjects, after+1, func(m stored) {
+		if IsMarker(m.header) {
+			return
+		}
+		msg, derr := Decode(m.data)
+		if derr != nil {
+			bad = append(bad, m.seq)
+			return
+		}
+		msgs = append(msgs, Queued{Seq: m.seq, Message: msg})
+	})
+	if err != nil {
+		return nil, nil, holdover.Wrapf(err, holdover.CodeInternal, "read the inbox of session %s after stream seq %d", sid, after)
+	}
+	return msgs, bad, nil
 }
 
 // route hands a message the consumer of s delivered to its Session.

@@ -70,6 +70,46 @@ func (r *Registry) Register(ctx context.Context, sid, instance string) (uint64, 
 	return r.register(ctx, sid, instance, "")
 }
 
+// RegisterAlone makes instance the live root of sid, like Register, unless
+// another instance is the Session's root and still holds its root lease
+// (exists says): then it is CONFLICT with a message naming that instance,
+// because two runtimes serving one Session would each fence the other out
+// of its log. A root whose lease is gone is taken over, as a resume does.
+// A host bridge, which a person starts by hand for a Session, registers this
+// way: a second host on the same Session is refused instead of silently
+// taking it over from the first.
+func (r *Registry) RegisterAlone(ctx context.Context, sid, instance string, exists LeaseExists) (uint64, error) {
+	if err := checkName("instance", instance); err != nil {
+		return 0, err
+	}
+	var (
+		epoch  uint64
+		served error
+	)
+	err := r.update(ctx, sid, func(old Record, _ bool) (Record, bool) {
+		served = nil
+		if old.Live() && old.Instance != instance {
+			alive, err := exists(ctx, LeaseName(old.Instance))
+			switch {
+			case err != nil:
+				served = err
+				return Record{}, false
+			case alive:
+				served = holdover.Newf(holdover.CodeConflict,
+					"session %s is already served by runtime instance %q (epoch %d), whose root lease is alive: "+
+						"two runtimes may not serve one Session; stop that one, or give this one a Session of its own", sid, old.Instance, old.Epoch)
+				return Record{}, false
+			}
+		}
+		epoch = old.Epoch + 1
+		return Record{Instance: instance, Epoch: epoch, Since: r.now()}, true
+	})
+	if err == nil {
+		err = served
+	}
+	return epoch, err
+}
+
 // RegisterChild registers instance as the runtime of sid running as a child
 // owned by the agent owner. A child may not talk to the human: Check
 // answers DELEGATED_CALLER until the Session is registered as a root.

@@ -107,13 +107,27 @@ func (a *Agent) loadOnce(ctx context.Context) error {
 	}
 	a.st = rebuild(evts)
 	for _, c := range slices.Clone(a.st.open) {
-		parts, terr := content(holdover.ToolResult{Text: InterruptedText, IsError: true, Code: holdover.CodeToolOutcomeUnknown})
-		if err := a.record(ctx, &events.ToolResult{Turn: c.Turn, CallID: c.CallID, Name: c.Name, Content: parts, IsError: true, Error: terr}); err != nil {
+		if err := a.record(ctx, Interrupted(c)); err != nil {
 			return err
 		}
 		a.log.Info("repaired an interrupted tool call", "call", c.CallID, "tool", c.Name)
 	}
 	return nil
+}
+
+// Interrupted is the result a resumed runtime records for tool call c,
+// found recorded without a result: TOOL_OUTCOME_UNKNOWN, which turns an
+// interrupted timed question continued, so it stays answerable (D3). Every
+// runtime that resumes a Session from its log repairs it this way.
+func Interrupted(c events.ToolCall) *events.ToolResult {
+	return ResultEvent(c.Turn, c.CallID, c.Name, holdover.ToolResult{Text: InterruptedText, IsError: true, Code: holdover.CodeToolOutcomeUnknown})
+}
+
+// ResultEvent is how every runtime records result r of tool call callID:
+// its text as the one content part, and a failure's code under error.
+func ResultEvent(turn, callID, name string, r holdover.ToolResult) *events.ToolResult {
+	parts, terr := content(r)
+	return &events.ToolResult{Turn: turn, CallID: callID, Name: name, Content: parts, IsError: r.IsError, Error: terr}
 }
 
 // loop runs Turns while there is work: an open Turn, or queued input that
@@ -230,9 +244,7 @@ func (a *Agent) runCall(ctx context.Context, turn string, tc model.ToolCall) err
 	}
 	c := Call{Session: a.sid, Turn: turn, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Agent: &a.ref}
 	c.Runner = &callRunner{agent: a, call: c}
-	res := a.tools.call(ctx, c)
-	parts, terr := content(res)
-	return a.locked(ctx, &events.ToolResult{Turn: turn, CallID: tc.ID, Name: tc.Name, Content: parts, IsError: res.IsError, Error: terr})
+	return a.locked(ctx, ResultEvent(turn, tc.ID, tc.Name, a.tools.call(ctx, c)))
 }
 
 // locked records body under a.mu.

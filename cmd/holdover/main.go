@@ -4,6 +4,8 @@
 //
 //	holdover dev                    # the whole system in one process, data in ./.holdover
 //	holdover agent --session s1     # an agent runtime against NATS (scripted or OpenAI-compatible model)
+//	holdover mcp                    # ask_user_question for MCP hosts (Claude Code, Cursor, Codex CLI), docs/mcp.md
+//	holdover hook                   # a Claude Code hook: hands late answers to the host's model
 //	holdover answer <session-id>    # a terminal Client: list, claim and answer questions
 //	holdover notify --webhook URL   # post each new and each pending question to webhooks
 //	holdover inspect <session-id>   # a Session's projection, checked against its log
@@ -45,14 +47,16 @@ var commands = map[string]command{
 	"auth":      {authSummary, runAuth},
 	"check":     {checkSummary, runCheck},
 	"dev":       {devSummary, runDev},
+	"hook":      {hookSummary, runHook},
 	"inspect":   {inspectSummary, runInspect},
+	"mcp":       {mcpSummary, runMCP},
 	"notify":    {notifySummary, runNotify},
 	"provision": {provisionSummary, runProvision},
 	"rebuild":   {rebuildSummary, runRebuild},
 }
 
 // commandOrder is the order usage lists commands in.
-var commandOrder = []string{"dev", "agent", "answer", "notify", "inspect", "check", "rebuild", "auth", "provision", "bench"}
+var commandOrder = []string{"dev", "agent", "mcp", "hook", "answer", "notify", "inspect", "check", "rebuild", "auth", "provision", "bench"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
