@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/strictjson"
 )
 
 // conn is one Client's WebSocket. Its read loop handles frames in order;
@@ -247,21 +248,35 @@ func (c *conn) authorize(sid string) error {
 
 // authorizeParams checks the Session a call or stream names in its params
 // and returns the params as the gateway checked them, with that Session
-// ("" when they name none). They are re-encoded from what was checked, so
-// a params object that names "session" twice cannot show the check one
-// Session and the backend another. Params that name no Session need a
-// grant of every Session.
+// ("" when they name none). Params that name no Session need a grant of
+// every Session.
+//
+// The backend must read the Session the gateway checked, and no other
+// (issue 24). So the params are decoded by exact name, a name given twice
+// or two names that differ only in case are refused, as is any name a
+// case-folding decoder would read as "session" ("Session", "ſession"),
+// and what is forwarded is re-encoded from what was checked, never the
+// bytes as they came.
 func (c *conn) authorizeParams(params json.RawMessage) (json.RawMessage, string, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(params, &fields); err != nil {
-		return nil, "", holdover.Newf(holdover.CodeBadRequest, "params are not a JSON object: %v", err)
+	fields, err := strictjson.Members(params)
+	if err != nil {
+		return nil, "", holdover.Wrap(err, holdover.CodeBadRequest, "params")
 	}
-	raw, named := fields["session"]
+	for name := range fields {
+		if name != sessionParam && strictjson.Fold(name) == strictjson.Fold(sessionParam) {
+			return nil, "", holdover.Newf(holdover.CodeBadRequest, "params.%q is not params.%s: names are exact", name, sessionParam)
+		}
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, "", holdover.Newf(holdover.CodeBadRequest, "params: %v", err)
+	}
+	raw, named := fields[sessionParam]
 	if !named {
 		if !c.grant.Allows(AllSessions) {
 			return nil, "", holdover.Newf(CodeForbidden, "the token of %s grants only some Sessions; name one in params.session", c.grant.User)
 		}
-		return params, "", nil
+		return out, "", nil
 	}
 	var sid string
 	if err := json.Unmarshal(raw, &sid); err != nil {
@@ -270,12 +285,12 @@ func (c *conn) authorizeParams(params json.RawMessage) (json.RawMessage, string,
 	if err := c.authorize(sid); err != nil {
 		return nil, "", err
 	}
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return nil, "", holdover.Newf(holdover.CodeBadRequest, "params: %v", err)
-	}
 	return out, sid, nil
 }
+
+// sessionParam is the member of a call's or stream's params that names
+// its Session.
+const sessionParam = "session"
 
 // admit checks, with c.mu held, that id names nothing in held yet and
 // that held is below limit: a connection's watches or streams, named in

@@ -113,10 +113,10 @@ func TestGatewayTokenWithoutTheSessionIsRefused(t *testing.T) {
 	ana.take("FORBIDDEN for the stream", gwError("s1", "FORBIDDEN"))
 	ana.send(map[string]any{"type": "call", "id": "c2", "method": "userQuestions.view", "params": map[string]any{}})
 	ana.take("FORBIDDEN for a call naming no Session", gwError("c2", "FORBIDDEN"))
-	// A second "session" key cannot sneak past the check: the last one
-	// counts, for the check and the service alike.
+	// A second "session" key cannot sneak past the check: params that
+	// name a member twice are refused (issue 24).
 	ana.send([]byte(`{"type":"call","id":"c3","method":"userQuestions.view","params":{"session":"s1","session":"s3"}}`))
-	ana.take("FORBIDDEN for a doubled session", gwError("c3", "FORBIDDEN"))
+	ana.take("BAD_REQUEST for a doubled session", gwError("c3", "BAD_REQUEST"))
 
 	// Nothing of s3 reaches ana: bo, who may watch it, sees the request;
 	// ana, on the same gateway, does not.

@@ -101,11 +101,12 @@ func CancelReason(err error) string {
 	}
 }
 
-// ParseOutcome decodes an answerer's outcome. Anything that is not a
-// well-formed settle, reject or delegate is BAD_REQUEST.
+// ParseOutcome decodes an answerer's outcome, strictly, as a request
+// ([DecodeRequest]): it comes from outside the worker. Anything that is not
+// a well-formed settle, reject or delegate is BAD_REQUEST.
 func ParseOutcome(data []byte) (WaterfallOutcome, error) {
 	var out WaterfallOutcome
-	if err := Decode(data, &out); err != nil {
+	if err := DecodeRequest(data, &out); err != nil {
 		return WaterfallOutcome{}, err
 	}
 	switch out.Kind {

@@ -16,7 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"reflect"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/strictjson"
 )
 
 // Name is the micro service name, as `nats micro ls` shows it.
@@ -126,10 +127,13 @@ const (
 // newer peer may add some.
 func Decode(data []byte, v any) error { return decode(data, v, false) }
 
-// DecodeRequest is [Decode] for the request of an endpoint, which must
-// also hold no field v does not know: a misspelt or misplaced field is
-// refused with BAD_REQUEST naming it ("agent.session"), never ignored.
-// Nothing has been done yet, so the caller can fix its input and retry.
+// DecodeRequest is [Decode] for the request of an endpoint, which crossed
+// a trust boundary and must mean one thing only (strictjson.Check): every
+// member named exactly as its field, none twice, none that v does not know.
+// A misspelt, misplaced, doubled or case-folded field ("Session",
+// "ſession") is refused with BAD_REQUEST naming where it is
+// ("agent.session"), never ignored and never read as another. Nothing has
+// been done yet, so the caller can fix its input and retry.
 func DecodeRequest(data []byte, v any) error { return decode(data, v, true) }
 
 func decode(data []byte, v any, strict bool) error {
@@ -140,16 +144,13 @@ func decode(data []byte, v any, strict bool) error {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return holdover.New(holdover.CodeBadRequest, "request must be one JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		if strict && strings.HasPrefix(err.Error(), "json: unknown field ") {
-			if path := unknownField(trimmed, v); path != "" {
-				return holdover.Newf(holdover.CodeBadRequest, "request has an unknown field %q", path)
-			}
+		if err := strictjson.Check(trimmed, reflect.TypeOf(v)); err != nil {
+			return err
 		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(v); err != nil {
 		return holdover.Wrap(err, holdover.CodeBadRequest, "request is not valid JSON")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {

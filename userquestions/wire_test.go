@@ -1,6 +1,7 @@
 package userquestions
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -77,18 +78,69 @@ func TestCheckSessionRejectsWildcards(t *testing.T) {
 	require.NoError(t, CheckCall("toolu_01.*>"), "call ids are tokenised, so any non-empty id is fine")
 }
 
+// FuzzDecode holds DecodeRequest to the rule that keeps a gateway's check
+// and the worker's reading of one request the same (issue 24): whatever it
+// accepts, it read every field from the member of exactly that name, the
+// one an exact lookup finds, and no member it accepted folds onto a field
+// name without being it. The seeds are the lookalikes a folding decoder
+// takes for "session": case, U+017F (ſ), U+212A (K), fullwidth letters,
+// doubled keys, escapes.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"session":"s","callId":"c","answers":[{"id":"q","selected":["a"]}]}`))
 	f.Add([]byte(`{"session":"a.b"}`))
 	f.Add([]byte(`{} []`))
 	f.Add([]byte("\x00{"))
+	f.Add([]byte(`{"session":"s1","ſession":"s6","callId":"call_1","answers":[]}`))
+	f.Add([]byte(`{"session":"s1","Session":"s6"}`))
+	f.Add([]byte(`{"session":"s1","session":"s6"}`))
+	f.Add([]byte(`{"session":"s1","\u0073ession":"s6"}`))
+	f.Add([]byte(`{"session":"s1","\u017fession":"s6"}`))
+	f.Add([]byte(`{"session":"s1","callId":"a","callKd":"b"}`))
+	f.Add([]byte(`{"session":"s1","ｓｅｓｓｉｏｎ":"s6"}`))
+	f.Add([]byte(`{"session":"s1","answers":[{"id":"q","ID":"r","selected":[]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req holdover.AnswerRequest
 		err := DecodeRequest(data, &req)
 		if err != nil {
 			require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
+			return
 		}
+		var members map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(data, &members))
+		for name := range members {
+			require.Contains(t, []string{"session", "callId", "answers"}, name, "an accepted member is a field's exact name")
+		}
+		exact := func(name string) string {
+			var s string
+			if raw, ok := members[name]; ok {
+				require.NoError(t, json.Unmarshal(raw, &s))
+			}
+			return s
+		}
+		require.Equal(t, exact("session"), req.Session, "the Session read is the one an exact lookup sees")
+		require.Equal(t, exact("callId"), req.CallID)
 	})
+}
+
+// Issue 24: a member that encoding/json would take for a field it is not
+// exactly, or a field named twice, is refused, never read as that field.
+func TestDecodeRequestRefusesLookalikeAndDoubledFields(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"session":"s1","ſession":"s6"}`:            `unknown field "ſession"`,
+		`{"ſession":"s6"}`:                           `unknown field "ſession"`,
+		`{"Session":"s1"}`:                           `unknown field "Session"`,
+		`{"SESSION":"s","callid":"c"}`:               `unknown field "SESSION"`,
+		`{"session":"s1","callId":"c","callKd":"d"}`: `unknown field "callKd"`,
+		`{"ｓｅｓｓｉｏｎ":"s6"}`:                           `unknown field "ｓｅｓｓｉｏｎ"`,
+		`{"session":"s1","session":"s6"}`:            `names the field "session" twice`,
+		`{"session":"s1","\u0073ession":"s6"}`:       `names the field "session" twice`,
+		`{"session":"s1","callId":"c","answers":[{"id":"q","id":"r","selected":[]}]}`: `names the field "answers[0].id" twice`,
+	} {
+		var req holdover.AnswerRequest
+		err := DecodeRequest([]byte(body), &req)
+		require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err), body)
+		require.ErrorContains(t, err, want, body)
+	}
 }
 
 // Issue 8: an endpoint's request refuses a field it does not know, naming
@@ -112,6 +164,6 @@ func TestDecodeRequestNamesAnUnknownField(t *testing.T) {
 		require.NoError(t, Decode([]byte(body), &req), "a reply may carry fields this side does not know")
 	}
 	var req holdover.AskTimedRequest
-	require.NoError(t, DecodeRequest([]byte(`{"SESSION":"s","callid":"c"}`), &req), "keys match as encoding/json matches them")
+	require.NoError(t, Decode([]byte(`{"SESSION":"s","callid":"c"}`), &req), "a reply's keys match as encoding/json matches them")
 	require.Equal(t, "s", req.Session)
 }
