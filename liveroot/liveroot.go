@@ -18,6 +18,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
@@ -223,6 +224,11 @@ func (r *Registry) get(ctx context.Context, sid string) (rec Record, rev uint64,
 		return Record{}, 0, false, err
 	}
 	entry, err := r.kv.Get(ctx, sid)
+	// A read cut off by a reconnect says nothing of the record: it is asked
+	// again, and waits in the connection's buffer until it is back.
+	for errors.Is(err, nats.ErrDisconnected) && ctx.Err() == nil {
+		entry, err = r.kv.Get(ctx, sid)
+	}
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return Record{}, 0, false, nil

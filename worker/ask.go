@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
@@ -33,6 +34,7 @@ type foregroundHalf struct {
 	log       *slog.Logger
 	worker    *Worker
 	reg       *waiter.Registry
+	clock     clockwork.Clock // the waits' deadlines and claim holders' patience
 	roots     *liveroot.Cache // which callers M9 most likely admits
 	callers   *callerLeases
 	bound     time.Duration
@@ -63,6 +65,7 @@ func newForeground(w *Worker) *foregroundHalf {
 		log:       w.log.With("part", "foreground"),
 		worker:    w,
 		reg:       waiter.NewRegistry(w.cfg.Clock),
+		clock:     w.cfg.Clock,
 		roots:     liveroot.NewCache(w.roots, w.nc, w.log),
 		callers:   newCallerLeases(w.nc),
 		bound:     w.cfg.ReleaseBound,

@@ -202,8 +202,12 @@ func (f *foregroundHalf) checkClaims(w *waiter.Wait, names []string) {
 // (probeClaim) and releases and deletes the claim of one that does not
 // answer in time.
 func (f *foregroundHalf) checkClaim(w *waiter.Wait, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), f.probePatience())
+	// The holder's patience runs on the clock of the deadline it holds the
+	// wait past; frameTimeout only bounds the look-up and the probe.
+	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
 	defer cancel()
+	patience := f.clock.AfterFunc(f.probePatience(), cancel)
+	defer patience.Stop()
 	result, err := f.probeClaim(ctx, name)
 	f.probed.WithLabelValues(result).Inc()
 	if result != probeReleased {

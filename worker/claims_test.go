@@ -15,6 +15,7 @@ import (
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	leases "github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
 )
@@ -193,13 +194,15 @@ func TestAFrozenClaimHolderLosesItsClaimPastTheDeadline(t *testing.T) {
 	nc, js := embeddedtest.Connect(t, f.env.Server.ClientURL())
 	thaw := make(chan struct{})
 	frames := make(chan []byte, 4)
+	frozen := false // the callbacks run one at a time
 	_, err = leases.HoldConsumer(context.Background(), nc, js, name, subject, time.Second, nil, func(m *nats.Msg) {
 		if userquestions.IsProbe(m) {
-			return // answered by nobody: the first frame froze the holder
+			return // answered by nobody
 		}
 		frames <- m.Data
-		if len(frames) == 1 {
-			<-thaw // frozen from its first frame on
+		if !frozen {
+			frozen = true
+			<-thaw // from its first frame on
 		}
 	})
 	require.NoError(t, err)
@@ -208,14 +211,19 @@ func TestAFrozenClaimHolderLosesItsClaimPastTheDeadline(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no remainingMs frame")
 	}
+	probes := spyOnProbes(t, f, name)
 
 	f.clock.Advance(2 * time.Minute)
-	checked := time.Now()
 	assert.Equal(t, "live", askStatus(t, f, d.RequestID))
+	select {
+	case <-probes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder was not probed past the deadline")
+	}
+	assert.Equal(t, 1, f.svc.LiveWaits(), "the holder has its patience")
+	assert.Less(t, fg.probePatience(), fg.bound/2, "ended before the caller asks again")
+	f.clock.Advance(fg.probePatience())
 	require.NoError(t, ended(t, done), "pending")
-	took := time.Since(checked)
-	t.Logf("the call ended %v after its caller asked (patience %v)", took, fg.probePatience())
-	assert.Less(t, took, fg.bound/2, "ended before the caller asks again")
 	assert.Equal(t, 1.0, f.probes(probeReleased))
 	require.Eventually(t, func() bool {
 		alive, err := leases.Exists(context.Background(), f.env.JS, name)
@@ -263,4 +271,23 @@ func TestAForgedClaimHoldsNoWait(t *testing.T) {
 
 	f.clock.Advance(20 * time.Second) // exactly the deadline: 0 ms past it
 	require.NoError(t, ended(t, done), "pending")
+}
+
+// spyOnProbes returns a channel that gets each probe the worker sends the
+// holder of the claim name: a second subscriber on the claim's deliver
+// subject sees what its frozen holder cannot read.
+func spyOnProbes(t *testing.T, f *fgTest, name string) <-chan struct{} {
+	t.Helper()
+	c, err := f.env.JS.PushConsumer(context.Background(), streams.ClaimsStream, name)
+	require.NoError(t, err)
+	nc, _ := embeddedtest.Connect(t, f.env.Server.ClientURL())
+	probes := make(chan struct{}, 4)
+	_, err = nc.Subscribe(c.CachedInfo().Config.DeliverSubject, func(m *nats.Msg) {
+		if userquestions.IsProbe(m) {
+			probes <- struct{}{}
+		}
+	})
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+	return probes
 }
