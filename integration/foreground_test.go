@@ -242,16 +242,21 @@ func TestForegroundKilledClientConnectionResumesTheDeadline(t *testing.T) {
 }
 
 // W8: fifty Clients answer the same call at the same moment; exactly one
-// outcome reaches the agent. The agent here is a raw NATS caller holding
-// a caller lease, so every message it gets is counted: one accepted frame,
-// then one reply.
+// outcome reaches the agent. They sit behind five gateways, ten to a
+// gateway's connection, as Clients do. The agent here is a raw NATS caller
+// holding a caller lease, so every message it gets is counted: one
+// accepted frame, then one reply.
 func TestForegroundFiftyClientsOneOutcome(t *testing.T) {
 	t.Parallel()
 	w := newFGWorld(t)
-	const clients = 50
+	const clients, gateways = 50, 5
+	conns := make([]*nats.Conn, gateways)
+	for i := range conns {
+		conns[i] = w.as(auth.Gateway)
+	}
 	recs := make([]*fgRecorder, clients)
 	for i := range recs {
-		recs[i] = w.watch("s1")
+		recs[i] = w.watchWith(w.answerer(conns[i%gateways]), "s1")
 	}
 	agentNC := w.as(auth.Agent)
 	agentJS, err := jetstream.New(agentNC)
