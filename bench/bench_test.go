@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/bench"
 	"github.com/holdover-dev/holdover/embedded"
 )
@@ -139,7 +140,8 @@ func TestStartOnAnUnprovisionedServerSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Stop()
 	_, err = bench.Start(context.Background(), bench.Config{NATS: srv.ClientURL()})
-	assert.ErrorContains(t, err, "provision it first")
+	assert.True(t, holdover.HasCode(err, holdover.CodeNotFound), "%v", err)
+	assert.ErrorContains(t, err, "run holdover provision")
 	nc, err := nats.Connect(srv.ClientURL())
 	require.NoError(t, err)
 	defer nc.Close()

@@ -155,7 +155,7 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Topology, error) {
 	}{{SessionsStream, &t.Sessions}, {ClaimsStream, &t.Claims}} {
 		h, err := js.Stream(ctx, s.name)
 		if err != nil {
-			return nil, holdover.Wrapf(err, holdover.CodeInternal, "look up stream %s (provision it first: holdover provision)", s.name)
+			return nil, missing(err, jetstream.ErrStreamNotFound, "stream", s.name)
 		}
 		*s.into = h
 	}
@@ -165,11 +165,20 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Topology, error) {
 	}{{QuestionsBucket, &t.Questions}, {RootsBucket, &t.Roots}} {
 		h, err := js.KeyValue(ctx, b.name)
 		if err != nil {
-			return nil, holdover.Wrapf(err, holdover.CodeInternal, "look up bucket %s (provision it first: holdover provision)", b.name)
+			return nil, missing(err, jetstream.ErrBucketNotFound, "bucket", b.name)
 		}
 		*b.into = h
 	}
 	return t, nil
+}
+
+// missing is Open's error for a stream or bucket it could not look up:
+// NOT_FOUND when it is not provisioned (notFound), INTERNAL otherwise.
+func missing(err, notFound error, kind, name string) error {
+	if errors.Is(err, notFound) {
+		return holdover.Wrapf(err, holdover.CodeNotFound, "%s %s is not provisioned (run holdover provision)", kind, name)
+	}
+	return holdover.Wrapf(err, holdover.CodeInternal, "look up %s %s", kind, name)
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
