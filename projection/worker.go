@@ -346,12 +346,14 @@ func (w *Worker) foldSession(ctx context.Context, sid string, ds []delivery) {
 			err = w.writeMarks(ctx, sid, before, from, cur.view)
 		}
 		if err == nil && n > 0 {
-			w.prove(ctx, sid, &cur.view)
-		}
-		if err == nil && n > 0 {
 			var rev uint64
 			if rev, err = w.store.save(ctx, sid, cur.rev, cur.view); err == nil {
 				cur.rev = rev
+				// After the write, which Clients wait for and the proof is
+				// not part of: it is kept beside the View, never stored.
+				if w.prove(ctx, sid, &cur.view) {
+					w.store.keepProof(sid, cur.view)
+				}
 			}
 		}
 		if err == nil {

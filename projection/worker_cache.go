@@ -59,6 +59,19 @@ func (c *sessionCache[V]) put(sid string, v V) {
 	}
 }
 
+// update replaces sid's value with what change makes of it, when sid is
+// kept and change says to.
+func (c *sessionCache[V]) update(sid string, change func(V) (V, bool)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byID[sid]; ok {
+		e := el.Value.(*cached[V])
+		if v, replace := change(e.value); replace {
+			e.value = v
+		}
+	}
+}
+
 // drop forgets sid, for a View that was folded in place but not written.
 func (c *sessionCache[V]) drop(sid string) {
 	c.mu.Lock()

@@ -8,7 +8,8 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// prove sets v.SessionSeq, and each continued call's Reply, when it can
+// prove sets v.SessionSeq, and each continued call's Reply, and reports
+// whether it did, when it can
 // show what the whole Session holds as of v (issue 11: the late answer's
 // one write). It reads the last message of every subject of the Session,
 // then, only after that, the log's last event and each continued call's
@@ -18,7 +19,7 @@ import (
 // (a read failed, the Session moved meanwhile) leaves v unproven, which
 // costs a late answer a read and nothing else. Only Views with a
 // continued call, the ones that take late answers, are proven.
-func (w *Worker) prove(ctx context.Context, sid string, v *View) {
+func (w *Worker) prove(ctx context.Context, sid string, v *View) bool {
 	var calls []int
 	for i := range v.Active {
 		if v.Active[i].Status == Continued {
@@ -26,15 +27,15 @@ func (w *Worker) prove(ctx context.Context, sid string, v *View) {
 		}
 	}
 	if len(calls) == 0 {
-		return
+		return false
 	}
 	all, err := streams.SessionWildcard(sid)
 	if err != nil {
-		return
+		return false
 	}
 	last, err := w.store.sessions.GetLastMsgForSubject(ctx, all)
 	if err != nil {
-		return
+		return false
 	}
 	replies := make([]inbox.Last, len(calls))
 	errs := make([]error, len(calls))
@@ -45,15 +46,16 @@ func (w *Worker) prove(ctx context.Context, sid string, v *View) {
 	lastEvent, err := w.store.log.Last(ctx, sid)
 	wg.Wait()
 	if err != nil || lastEvent != v.LastSeq {
-		return
+		return false
 	}
 	for k := range calls {
 		if errs[k] != nil || replies[k].Seq > last.Sequence {
-			return
+			return false
 		}
 	}
 	for k, i := range calls {
 		v.Active[i].Reply = replies[k]
 	}
 	v.SessionSeq = last.Sequence
+	return true
 }

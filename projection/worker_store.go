@@ -224,6 +224,15 @@ func (s *Store) save(ctx context.Context, sid string, rev uint64, v View) (uint6
 	return next, nil
 }
 
+// keepProof puts what the projection worker proved of v (SessionSeq, each
+// call's Reply) into the kept copy of Session sid, once v is written, unless
+// the copy has moved past v since: a proof never turns the copy back.
+func (s *Store) keepProof(sid string, v View) {
+	s.seen.update(sid, func(kept View) (View, bool) {
+		return v.Clone(), kept.LastSeq == v.LastSeq
+	})
+}
+
 // catchUp folds every event of Session sid's log after v.LastSeq into v
 // and returns how many it read. A stored event that no longer decodes is
 // passed over like an unknown type: it advances LastSeq and nothing else.
