@@ -147,7 +147,7 @@ func (w *world) holdClaim(t *testing.T) {
 func (w *world) state(t *testing.T) string {
 	ctx := context.Background()
 	var b strings.Builder
-	for _, name := range []string{streams.SessionsStream, streams.ClaimsStream, streams.KVStreamPrefix + streams.QuestionsBucket} {
+	for _, name := range []string{streams.SessionsStream, streams.ClaimsStream, streams.KVStreamPrefix + streams.QuestionsBucket, streams.KVStreamPrefix + streams.RootsBucket} {
 		s, err := w.env.JS.Stream(ctx, name)
 		if err != nil {
 			fmt.Fprintf(&b, "%s: %v\n", name, err)
