@@ -84,12 +84,27 @@ to nothing. So:
   through its lease right) is deleted, claims no wait and is counted in
   ` + "`holdover_claims_forged_total`" + `: the wait ends at its deadline
   (` + "`go test -run TestAForgedClaimHoldsNoWait ./worker`" + `).
-- **Open.** Consumers per role are not bounded (NATS bounds them per
-  account and per stream only), and a role that may delete a consumer on
-  SESSIONS may delete any (names are one token). A process that answers
-  requests itself (the worker's ` + "`$SRV`" + ` discovery, an agent's resume and
-  discard replies) replies with its own permissions to whatever reply
-  subject the request named.
+- **The operator creates no consumer.** NATS bounds consumers per stream
+  (` + "`max_consumers`" + `) and per account, never per user or role, and a
+  create subject does not tell an ephemeral from a durable (the body's
+  ` + "`durable_name`" + ` does), so no rule can give a role a small share. The
+  operator's rights are stream and consumer info, direct gets and
+  ` + "`STREAM.MSG.GET`" + `: ` + "`nats stream get`" + `, ` + "`nats kv get`" + `, ` + "`holdover inspect`" + ` and
+  ` + "`check`" + ` (which read the log by direct get, ` + "`sessionlog.NewDirect`" + `) work;
+  ` + "`nats stream view`" + ` (the CLI's pager is a durable of its own),
+  ` + "`kv watch`" + ` and ` + "`kv history`" + ` take admin's credentials. A flood of creates is
+  refused one by one and leaves every stream's consumers as they were,
+  and agents still start Sessions after it
+  (` + "`go test -run TestAnOperatorFloodTakesNoConsumer ./auth`" + `).
+- **Open.** The other roles' consumers are not bounded per role: the
+  notifier may create durables of any name (` + "`--durable`" + `), an agent or a
+  gateway consumers of any name on the streams it reads. A role that may
+  delete a consumer on SESSIONS may delete any but the shared durables
+  (names are one token). A process that answers requests itself (the
+  worker's ` + "`$SRV`" + ` discovery, an agent's resume and discard replies)
+  replies with its own permissions to whatever reply subject the request
+  named: an operator's ` + "`$SRV.PING`" + ` replying to ` + "`$KV.userQuestions.<sid>`" + `
+  makes the worker write its discovery answer into that View.
 
 ## Accounts
 

@@ -28,11 +28,14 @@ import (
 // only from subjects the attacker's role may use, written as the attacker
 // would, that makes the server itself publish a stored message, or its
 // own answer, to a subject of the attacker's choosing. Exactly one of
-// endpoint, into and consumer says how the attack is stopped, and so
-// which event shows that NATS has done all it will with it.
+// refused, endpoint, into and consumer says how the attack is stopped,
+// and so which event shows that NATS has done all it will with it.
 type indirect struct {
 	name string
 	role auth.Role
+	// refused: the server refuses the attack's request for want of
+	// permission.
+	refused bool
 	// endpoint: the message reaches this service endpoint, and the worker
 	// refuses it for its origin (auth.CheckOrigin).
 	endpoint string
@@ -51,10 +54,10 @@ type indirect struct {
 // into the answer endpoint: another Session's answer, "by ana".
 var forgedAnswer = []byte(`{"session":"s2","callId":"call_1","answers":[{"questionIndex":0,"selected":["yes"]}]}`)
 
-func createConsumer(nc *nats.Conn, stream, name string, cfg map[string]any) error {
+func createConsumer(ctx context.Context, nc *nats.Conn, stream, name string, cfg map[string]any) error {
 	cfg["name"] = name
 	body, _ := json.Marshal(map[string]any{"stream_name": stream, "config": cfg})
-	msg, err := nc.Request("$JS.API.CONSUMER.CREATE."+stream+"."+name, body, patience)
+	msg, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.CREATE."+stream+"."+name, body)
 	if err != nil {
 		return err
 	}
@@ -83,7 +86,7 @@ func indirectAttacks(workerLease string) []indirect {
 			if group != "" {
 				cfg["deliver_group"] = group
 			}
-			return createConsumer(nc, streams.SessionsStream, name, cfg)
+			return createConsumer(ctx, nc, streams.SessionsStream, name, cfg)
 		}
 	}
 	directGet := func(stream, reply string) func(ctx context.Context, nc *nats.Conn) error {
@@ -93,7 +96,7 @@ func indirectAttacks(workerLease string) []indirect {
 	}
 	pull := func(name, reply string) func(ctx context.Context, nc *nats.Conn) error {
 		return func(ctx context.Context, nc *nats.Conn) error {
-			if err := createConsumer(nc, streams.SessionsStream, name, map[string]any{"ack_policy": "none", "inactive_threshold": int64(time.Minute)}); err != nil {
+			if err := createConsumer(ctx, nc, streams.SessionsStream, name, map[string]any{"ack_policy": "none", "inactive_threshold": int64(time.Minute)}); err != nil {
 				return err
 			}
 			return nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT.SESSIONS."+name, reply, []byte(`{"batch":1}`))
@@ -101,7 +104,7 @@ func indirectAttacks(workerLease string) []indirect {
 	}
 	return []indirect{
 		{name: "agent: push consumer on SESSIONS delivering its stored answer to holdover.q.answer (deliver_group userQuestions)", role: auth.Agent, consumer: "backdoor", act: push("backdoor", answer, "userQuestions")},
-		{name: "operator: push consumer bound to the worker's queue group on holdover.q.answer", role: auth.Operator, consumer: "opreplay", act: push("opreplay", answer, "userQuestions")},
+		{name: "operator: push consumer bound to the worker's queue group on holdover.q.answer", role: auth.Operator, refused: true, act: push("opreplay", answer, "userQuestions")},
 		{name: "notifier: push consumer bound to the worker's queue group on holdover.q.answer", role: auth.Notifier, consumer: "nfreplay", act: push("nfreplay", answer, "userQuestions")},
 		{name: "agent: pull its stored answer with the MSG.NEXT reply set to holdover.q.answer", role: auth.Agent, endpoint: streams.EndpointAnswer, act: pull("puller", answer)},
 		{name: "agent: direct get of its stored answer with the reply set to holdover.q.answer", role: auth.Agent, endpoint: streams.EndpointAnswer, act: directGet(streams.SessionsStream, answer)},
@@ -152,7 +155,7 @@ func TestIndirectDenials(t *testing.T) {
 	}
 	require.NotEmpty(t, workerLease)
 	for _, a := range indirectAttacks(workerLease) {
-		nc, _ := env.As(t, a.role)
+		p := newProber(t, env, env.Tenant, a.role)
 		before := w.state(t)
 		refused := refusedOrigin(t, m, a.endpoint)
 		var spy *nats.Subscription
@@ -161,7 +164,12 @@ func TestIndirectDenials(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, env.Conn.Flush())
 		}
-		require.NoError(t, a.act(ctx, nc), a.name)
+		if a.refused {
+			denied, detail := p.try(func(ctx context.Context, p *prober) error { return a.act(ctx, p.nc) })
+			require.True(t, denied, "%s was not refused: %s", a.name, detail)
+		} else {
+			require.NoError(t, a.act(ctx, p.nc), a.name)
+		}
 		switch {
 		case a.endpoint != "":
 			require.Eventually(t, func() bool {
