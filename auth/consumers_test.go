@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
@@ -92,4 +94,55 @@ func TestAnOperatorFloodTakesNoConsumer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seq, folded.LastSeq)
 	t.Logf("the operator's %d creates were refused; consumers before %d, after %d", refused, before, consumers())
+}
+
+// A consumer name is one token, and a NATS permission matches whole
+// tokens, so no rule can give one runtime the delete of its own
+// inbox-<instance>-<n> and not another's: an agent may delete any reader's
+// consumer on SESSIONS (never the shared durables, a claim or a lease:
+// TestDenialMatrix). What holds instead is that such a delete costs the
+// reader nothing: runtime a's inbox consumer, deleted by runtime b, is
+// made again, and a reads every steered message once, in order, those
+// stored while the consumer was gone included.
+func TestAnAgentDeletesAnotherRuntimesInboxConsumer(t *testing.T) {
+	env := embeddedtest.StartSecure(t, streams.Config{Memory: true})
+	ctx := context.Background()
+	_, aJS := env.As(t, auth.Agent)
+	aSessions, err := aJS.Stream(ctx, streams.SessionsStream)
+	require.NoError(t, err)
+	reader, err := inbox.NewReader(aSessions, inbox.ReaderConfig{Name: "rta", Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { reader.Close(context.Background()) })
+	got := make(chan string, 8)
+	stop, err := reader.Follow(ctx, "s1", 0, func(q inbox.Queued) { got <- q.Message.ID })
+	require.NoError(t, err)
+	defer stop()
+	steer := func(id string) {
+		t.Helper()
+		_, err := inbox.Publish(ctx, env.JS, "s1", events.Message{ID: id, Role: "user", Content: events.Text(id), Source: events.Source{Kind: events.SourceUser}})
+		require.NoError(t, err)
+	}
+	next := func() string {
+		t.Helper()
+		select {
+		case id := <-got:
+			return id
+		case <-time.After(patience):
+			t.Fatal("runtime a read nothing")
+			return ""
+		}
+	}
+	steer("before")
+	require.Equal(t, "before", next())
+
+	_, bJS := env.As(t, auth.Agent)
+	require.NoError(t, bJS.DeleteConsumer(ctx, streams.SessionsStream, "inbox-rta-0"), "runtime b deletes runtime a's inbox consumer")
+	for i := range 3 {
+		steer(fmt.Sprintf("after%d", i))
+	}
+	steer("end")
+	// In stream order, so a message read twice would come before "end".
+	require.Equal(t, []string{"after0", "after1", "after2", "end"}, []string{next(), next(), next(), next()})
+	_, err = env.Topology.Sessions.Consumer(ctx, "inbox-rta-0")
+	require.NoError(t, err, "runtime a made its consumer again")
 }

@@ -96,11 +96,18 @@ to nothing. So:
   refused one by one and leaves every stream's consumers as they were,
   and agents still start Sessions after it
   (` + "`go test -run TestAnOperatorFloodTakesNoConsumer ./auth`" + `).
+- **A reader's consumer is anyone's to delete, and costs nothing.** A
+  consumer name is one token and a permission matches whole tokens, so no
+  rule can let a runtime delete its own ` + "`inbox-<instance>-<n>`" + ` and not
+  another's: a role that may delete a consumer on SESSIONS (to end the
+  ordered consumer it replaces) may delete any but the shared durables,
+  which are denied by name; claims and leases are on CLAIMS, which only
+  the worker and the gateway may delete on. A reader whose consumer is
+  deleted makes it again and delivers what was stored meanwhile, once
+  and in order (` + "`go test -run TestAnAgentDeletesAnotherRuntimesInboxConsumer ./auth`" + `).
 - **Open.** The other roles' consumers are not bounded per role: the
   notifier may create durables of any name (` + "`--durable`" + `), an agent or a
-  gateway consumers of any name on the streams it reads. A role that may
-  delete a consumer on SESSIONS may delete any but the shared durables
-  (names are one token). A process that answers requests itself (the
+  gateway consumers of any name on the streams it reads. A process that answers requests itself (the
   worker's ` + "`$SRV`" + ` discovery, an agent's resume and discard replies)
   replies with its own permissions to whatever reply subject the request
   named: an operator's ` + "`$SRV.PING`" + ` replying to ` + "`$KV.userQuestions.<sid>`" + `

@@ -25,8 +25,10 @@ const (
 	Gateway Role = "gateway"
 	// Agent is an agent runtime: it appends its Sessions' events, asks
 	// questions, reads its inbox, holds its leases and joins the resume
-	// pool. It never answers, discards, deletes a consumer or writes the
-	// projection.
+	// pool. It never answers, discards or writes the projection, and
+	// deletes no claim, lease or shared durable; it may delete a reader's
+	// consumer on SESSIONS, another runtime's too (names are one token),
+	// which that reader makes again and catches up from.
 	Agent Role = "agent"
 	// Operator reads: stream and consumer info, single messages and KV
 	// values by direct get, the service's discovery. It changes nothing
