@@ -69,7 +69,9 @@ to nothing. So:
   consumer delivering to any other subject (a service endpoint, a stream's
   subject) finds no subscriber and delivers nothing.
 - **Service requests are checked by origin.** The worker serves a request
-  on ` + "`holdover.q.*`" + ` (and on its waits' ` + "`holdover.q.wait.<lease>.abort|status`" + `) only when its reply subject is an inbox
+  on ` + "`holdover.q.*`" + ` (and on its waits' ` + "`holdover.q.wait.<lease>.abort|status`" + `, and its
+  discovery's ` + "`$SRV.PING|INFO|STATS`" + `, whose reply it would otherwise send
+  with its own rights, into the projection say) only when its reply subject is an inbox
   (` + "`_INBOX.…`" + `) and, if it is a role's (` + "`_INBOX.<role>.…`" + `), only when
   that role may publish the subject (` + "`auth.CheckOrigin`" + `). A stored message
   that a pull or a direct get replays there is refused with no reply
@@ -107,11 +109,10 @@ to nothing. So:
   and in order (` + "`go test -run TestAnAgentDeletesAnotherRuntimesInboxConsumer ./auth`" + `).
 - **Open.** The other roles' consumers are not bounded per role: the
   notifier may create durables of any name (` + "`--durable`" + `), an agent or a
-  gateway consumers of any name on the streams it reads. A process that answers requests itself (the
-  worker's ` + "`$SRV`" + ` discovery, an agent's resume and discard replies)
-  replies with its own permissions to whatever reply subject the request
-  named: an operator's ` + "`$SRV.PING`" + ` replying to ` + "`$KV.userQuestions.<sid>`" + `
-  makes the worker write its discovery answer into that View.
+  gateway consumers of any name on the streams it reads. An agent answers
+  resume and discard requests at once on whatever reply subject they name
+  (NATS ` + "`allow_responses`" + `), with the right to publish there that the
+  reply itself grants.
 
 ## Accounts
 

@@ -121,6 +121,12 @@ func indirectAttacks(workerLease string) []indirect {
 				return nc.PublishRequest("$JS.API.STREAM.INFO."+streams.SessionsStream, viewKey, nil)
 			}},
 		{name: "agent: push consumer on SESSIONS delivering its stored answer to " + viewKey, role: auth.Agent, consumer: "kvpusher", act: push("kvpusher", viewKey, "")},
+		{name: "operator: $SRV.PING replying to " + viewKey + " (the worker's discovery answer, with the worker's rights)", role: auth.Operator, endpoint: "PING",
+			act: func(ctx context.Context, nc *nats.Conn) error { return nc.PublishRequest("$SRV.PING", viewKey, nil) }},
+		{name: "operator: $SRV.INFO.userQuestions replying to " + s2Reply + " (a forged late reply, with the worker's rights)", role: auth.Operator, endpoint: "INFO",
+			act: func(ctx context.Context, nc *nats.Conn) error {
+				return nc.PublishRequest("$SRV.INFO."+userquestions.Name, s2Reply, nil)
+			}},
 	}
 }
 
