@@ -111,8 +111,11 @@ to nothing. So:
   notifier may create durables of any name (` + "`--durable`" + `), an agent or a
   gateway consumers of any name on the streams it reads. An agent answers
   resume and discard requests at once on whatever reply subject they name
-  (NATS ` + "`allow_responses`" + `), with the right to publish there that the
-  reply itself grants.
+  (NATS ` + "`allow_responses`" + `, which the server grants past deny rules), so
+  a gateway's discard request replying to a stream subject has the live
+  root write there. Publish rights on the requesters' inboxes instead would
+  be worse: an agent reads a claim's deliver subject with
+  ` + "`CONSUMER.INFO`" + ` and could forge frames into a gateway's claims.
 
 ## Accounts
 
