@@ -41,15 +41,17 @@ const MaxControlLine = 16 << 10
 var plainName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Setup is a folder of NATS credentials: one operator, a system account,
-// one account per tenant and, in each, one user per role. Keys are kept
-// (an account's public key names its JetStream data); user credentials
-// are issued anew by every [Init], so they always carry this build's
-// permissions.
+// and for each tenant a data account and a clients account with one user
+// per role (accounts.go). Keys are kept (the data account's public key
+// names its JetStream data); user credentials are issued anew by every
+// [Init], so they always carry this build's permissions.
 type Setup struct {
 	dir      string
 	operator *entity
 	system   *entity
-	tenants  map[string]*entity
+	// tenants and clients hold each tenant's data and clients accounts.
+	tenants map[string]*entity
+	clients map[string]*entity
 }
 
 // entity is a signed identity: an operator or an account.
@@ -70,14 +72,14 @@ func Init(dir string, tenants ...string) (*Setup, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, holdover.Wrap(err, holdover.CodeInternal, "create credentials folder")
 	}
-	s := &Setup{dir: dir, tenants: map[string]*entity{}}
+	s := &Setup{dir: dir, tenants: map[string]*entity{}, clients: map[string]*entity{}}
 	opKP, err := loadOrCreateKey(filepath.Join(dir, "operator.nk"), nkeys.CreateOperator)
 	if err != nil {
 		return nil, err
 	}
 	s.operator = &entity{kp: opKP}
 	s.operator.pub, _ = opKP.PublicKey()
-	if s.system, err = s.account(filepath.Join(dir, "accounts", systemAccount), systemAccount); err != nil {
+	if s.system, err = s.account(filepath.Join(dir, "accounts", systemAccount), "account.nk", systemAccount, nil); err != nil {
 		return nil, err
 	}
 	op := jwt.NewOperatorClaims(s.operator.pub)
@@ -103,13 +105,14 @@ func Init(dir string, tenants ...string) (*Setup, error) {
 			continue
 		}
 		folder := filepath.Join(dir, "tenants", t)
-		acc, err := s.account(folder, t)
+		data, clients, err := s.tenant(folder, t)
 		if err != nil {
 			return nil, err
 		}
-		s.tenants[t] = acc
+		s.tenants[t] = data
+		s.clients[t] = clients
 		for _, r := range Roles {
-			if err := s.issue(acc, t, r, filepath.Join(folder, string(r)+".creds")); err != nil {
+			if err := s.issue(clients, t, r, filepath.Join(folder, string(r)+".creds")); err != nil {
 				return nil, err
 			}
 		}
@@ -120,28 +123,29 @@ func Init(dir string, tenants ...string) (*Setup, error) {
 	return s, nil
 }
 
-// account loads or creates the account key in folder and signs its JWT:
-// JetStream enabled without limits, nothing exported or imported, so an
-// account sees only its own subjects and streams.
-func (s *Setup) account(folder, name string) (*entity, error) {
+// account loads or creates the account key file in folder and signs the
+// account's JWT, named name, with what edit (when not nil) adds to it.
+func (s *Setup) account(folder, file, name string, edit func(kp nkeys.KeyPair, ac *jwt.AccountClaims) error) (*entity, error) {
 	if err := os.MkdirAll(folder, 0o700); err != nil {
 		return nil, holdover.Wrap(err, holdover.CodeInternal, "create account folder")
 	}
-	kp, err := loadOrCreateKey(filepath.Join(folder, "account.nk"), nkeys.CreateAccount)
+	kp, err := loadOrCreateKey(filepath.Join(folder, file), nkeys.CreateAccount)
 	if err != nil {
 		return nil, err
 	}
 	pub, _ := kp.PublicKey()
 	ac := jwt.NewAccountClaims(pub)
 	ac.Name = name
-	if name != systemAccount {
-		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit, Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
+	if edit != nil {
+		if err := edit(kp, ac); err != nil {
+			return nil, err
+		}
 	}
 	token, err := ac.Encode(s.operator.kp)
 	if err != nil {
-		return nil, holdover.Wrapf(err, holdover.CodeInternal, "sign account %s", name)
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "sign account %s", ac.Name)
 	}
-	if err := writeFile(filepath.Join(folder, "account.jwt"), token, 0o644); err != nil {
+	if err := writeFile(filepath.Join(folder, strings.TrimSuffix(file, ".nk")+".jwt"), token, 0o644); err != nil {
 		return nil, err
 	}
 	return &entity{kp: kp, pub: pub, jwt: token}, nil
@@ -207,8 +211,8 @@ func (s *Setup) Creds(tenant string, r Role) string {
 	return filepath.Join(s.dir, "tenants", tenant, string(r)+".creds")
 }
 
-// Account is the public key of tenant's account, the name nats-server
-// gives it (and its JetStream files).
+// Account is the public key of tenant's data account, the name
+// nats-server gives it (and its JetStream files).
 func (s *Setup) Account(tenant string) string {
 	if a := s.tenants[tenant]; a != nil {
 		return a.pub
@@ -233,8 +237,9 @@ func (s *Setup) Trust() (Trust, error) {
 		return Trust{}, holdover.Wrap(err, holdover.CodeInternal, "decode the operator")
 	}
 	t := Trust{Operator: op, SystemAccount: s.system.pub, Accounts: map[string]string{s.system.pub: s.system.jwt}}
-	for _, a := range s.tenants {
+	for tenant, a := range s.tenants {
 		t.Accounts[a.pub] = a.jwt
+		t.Accounts[s.clients[tenant].pub] = s.clients[tenant].jwt
 	}
 	return t, nil
 }
@@ -251,7 +256,8 @@ func (s *Setup) serverConfig() string {
 	fmt.Fprintf(&b, "resolver: MEMORY\nresolver_preload: {\n")
 	fmt.Fprintf(&b, "  # %s\n  %s: %q\n", systemAccount, s.system.pub, s.system.jwt)
 	for _, t := range s.Tenants() {
-		fmt.Fprintf(&b, "  # tenant %s\n  %s: %q\n", t, s.tenants[t].pub, s.tenants[t].jwt)
+		fmt.Fprintf(&b, "  # tenant %s: its data\n  %s: %q\n", t, s.tenants[t].pub, s.tenants[t].jwt)
+		fmt.Fprintf(&b, "  # tenant %s: its clients\n  %s: %q\n", t, s.clients[t].pub, s.clients[t].jwt)
 	}
 	b.WriteString("}\n")
 	return b.String()

@@ -6,6 +6,8 @@
 //
 // Every permission is built from the names in package streams, so a
 // renamed subject, stream or consumer changes the permissions with it.
-// One NATS account per tenant keeps tenants apart: nothing is exported or
-// imported between accounts.
+// Each tenant is two NATS accounts (accounts.go): a data account with the
+// JetStream topology and a clients account with every role's user, which
+// reaches the data only through imports made for it alone. Nothing crosses
+// between tenants.
 package auth

@@ -45,20 +45,39 @@ server publishes for it. nats-server v2.15 checks neither a push
 consumer's ` + "`deliver_subject`" + ` (its creator chooses where the server
 publishes the stream's messages, and the consumer config may arrive in
 the body of any create subject) nor the reply subject of a pull
-(` + "`CONSUMER.MSG.NEXT`" + `) or direct-get request (where the server sends what
-it read) against the creator's publish permissions. What the server does
-fix is the reply subject of what it sends on those paths: a message a
-consumer delivers always replies to ` + "`$JS.ACK.…`" + `, and a direct get's or
-any API response replies to nothing. So:
+(` + "`CONSUMER.MSG.NEXT`" + `), a direct get or any JetStream API request (where
+the server sends what it read, or its answer) against the requester's
+publish permissions. What the server does fix is the reply subject of
+what it sends on those paths: a message a consumer delivers always
+replies to ` + "`$JS.ACK.…`" + `, and a direct get's or any API response replies
+to nothing. So:
 
+- **The streams are in an account no client is in.** Each tenant is two
+  accounts: its data account holds the streams and buckets and no user,
+  its clients account holds every role's user and no JetStream, and
+  imports from the data account only the subjects listed under
+  "Accounts" below (each export requires an activation token made for
+  that tenant's clients account alone). A request crossing the import
+  reaches the data account with its reply replaced by a one-time
+  ` + "`_R_.…`" + ` subject, so no reply the server sends there lands in a stream:
+  a direct get, a pull or an API request whose reply names
+  ` + "`$KV.userQuestions.<sid>`" + `, ` + "`$KV.liveRoots.<sid>`" + `, a Session's log or reply
+  subject or a claim's frames writes nothing. In the clients account the
+  answer goes to the subject the requester chose, where no stream is, and
+  the import of that subject carries it on under its ` + "`_R_.…`" + ` subject, not
+  the chosen one. Only inboxes and advisories cross back, so a push
+  consumer delivering to any other subject (a service endpoint, a stream's
+  subject) finds no subscriber and delivers nothing.
 - **Service requests are checked by origin.** The worker serves a request
-  on ` + "`holdover.q.*`" + ` (and on its waits' ` + "`holdover.q.wait.<lease>.abort|status`" + `) only when its reply subject is an inbox
+  on ` + "`holdover.q.*`" + ` (and on its waits' ` + "`holdover.q.wait.<lease>.abort|status`" + `, and its
+  discovery's ` + "`$SRV.PING|INFO|STATS`" + `, whose reply it would otherwise send
+  with its own rights, into the projection say) only when its reply subject is an inbox
   (` + "`_INBOX.…`" + `) and, if it is a role's (` + "`_INBOX.<role>.…`" + `), only when
   that role may publish the subject (` + "`auth.CheckOrigin`" + `). A stored message
-  that a consumer or a direct get replays there is refused with no reply
+  that a pull or a direct get replays there is refused with no reply
   and counted in ` + "`holdover_requests_refused_origin_total{endpoint}`" + ` with
   a warning log line; nothing changes. ` + "`go test -run TestIndirectDenials -v ./auth`" + `
-  shows each attack denied.
+  shows each attack denied, one row per stream a reply could write into.
 - **Only the worker decides what a claim is.** A consumer on CLAIMS named
   like a claim counts only if it is a push consumer on that claim's own
   frame subject, not durable, with an inactive threshold (as
@@ -67,16 +86,54 @@ any API response replies to nothing. So:
   through its lease right) is deleted, claims no wait and is counted in
   ` + "`holdover_claims_forged_total`" + `: the wait ends at its deadline
   (` + "`go test -run TestAForgedClaimHoldsNoWait ./worker`" + `).
-- **Open.** A direct get's reply subject can also name a stream subject,
-  and the server stores the replayed message there: an agent's
-  ` + "`$JS.API.DIRECT.GET.SESSIONS`" + ` request replying to ` + "`$KV.userQuestions.<sid>`" + `
-  writes that key. No subject rule stops it; closing it needs the
-  JetStream data in an account of its own that tenants reach only by
-  import. Consumers per role are not bounded either (NATS bounds them per
-  account and per stream only), and a role that may delete a consumer on
-  SESSIONS may delete any (names are one token).
+- **The operator creates no consumer.** NATS bounds consumers per stream
+  (` + "`max_consumers`" + `) and per account, never per user or role, and a
+  create subject does not tell an ephemeral from a durable (the body's
+  ` + "`durable_name`" + ` does), so no rule can give a role a small share. The
+  operator's rights are stream and consumer info, direct gets and
+  ` + "`STREAM.MSG.GET`" + `: ` + "`nats stream get`" + `, ` + "`nats kv get`" + `, ` + "`holdover inspect`" + ` and
+  ` + "`check`" + ` (which read the log by direct get, ` + "`sessionlog.NewDirect`" + `) work;
+  ` + "`nats stream view`" + ` (the CLI's pager is a durable of its own),
+  ` + "`kv watch`" + ` and ` + "`kv history`" + ` take admin's credentials. A flood of creates is
+  refused one by one and leaves every stream's consumers as they were,
+  and agents still start Sessions after it
+  (` + "`go test -run TestAnOperatorFloodTakesNoConsumer ./auth`" + `).
+- **A reader's consumer is anyone's to delete, and costs nothing.** A
+  consumer name is one token and a permission matches whole tokens, so no
+  rule can let a runtime delete its own ` + "`inbox-<instance>-<n>`" + ` and not
+  another's: a role that may delete a consumer on SESSIONS (to end the
+  ordered consumer it replaces) may delete any but the shared durables,
+  which are denied by name; claims and leases are on CLAIMS, which only
+  the worker and the gateway may delete on. A reader whose consumer is
+  deleted makes it again and delivers what was stored meanwhile, once
+  and in order (` + "`go test -run TestAnAgentDeletesAnotherRuntimesInboxConsumer ./auth`" + `).
+- **Open.** The other roles' consumers are not bounded per role: the
+  notifier may create durables of any name (` + "`--durable`" + `), an agent or a
+  gateway consumers of any name on the streams it reads. An agent answers
+  resume and discard requests at once on whatever reply subject they name
+  (NATS ` + "`allow_responses`" + `, which the server grants past deny rules), so
+  a gateway's discard request replying to a stream subject has the live
+  root write there. Publish rights on the requesters' inboxes instead would
+  be worse: an agent reads a claim's deliver subject with
+  ` + "`CONSUMER.INFO`" + ` and could forge frames into a gateway's claims.
 
+## Accounts
+
+What a tenant's clients account imports from its data account; nothing
+else crosses. A service goes to the data account (a request, or a publish
+into a stream), a stream comes back from it.
+
+| subject | kind | why |
+|---|---|---|
 `)
+	for _, c := range auth.Crossings() {
+		kind := "service"
+		if c.Stream {
+			kind = "stream"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.Subject, kind, c.Why)
+	}
+	b.WriteString("\n")
 	section := func(title string, rules []auth.Rule) {
 		if len(rules) == 0 {
 			return

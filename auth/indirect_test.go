@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
@@ -25,12 +26,27 @@ import (
 
 // indirect is one row of the denial matrix's second half: an attack built
 // only from subjects the attacker's role may use, written as the attacker
-// would, that makes NATS itself carry a request to a service endpoint.
+// would, that makes the server itself publish a stored message, or its
+// own answer, to a subject of the attacker's choosing. Exactly one of
+// refused, endpoint, into and consumer says how the attack is stopped,
+// and so which event shows that NATS has done all it will with it.
 type indirect struct {
 	name string
 	role auth.Role
-	// endpoint is the one the replayed message reaches.
+	// refused: the server refuses the attack's request for want of
+	// permission.
+	refused bool
+	// endpoint: the message reaches this service endpoint, and the worker
+	// refuses it for its origin (auth.CheckOrigin).
 	endpoint string
+	// into: the server sends the message to this stream subject, in the
+	// tenant's clients account, where no stream is (auth, accounts.go).
+	into string
+	// consumer: the push consumer the attack made finds nobody to deliver
+	// to: nothing of the clients account listens in the data account on
+	// its deliver subject (only inboxes cross back), and a stream's own
+	// subscription is no subscriber to the server.
+	consumer string
 	act      func(ctx context.Context, nc *nats.Conn) error
 }
 
@@ -38,10 +54,10 @@ type indirect struct {
 // into the answer endpoint: another Session's answer, "by ana".
 var forgedAnswer = []byte(`{"session":"s2","callId":"call_1","answers":[{"questionIndex":0,"selected":["yes"]}]}`)
 
-func createConsumer(nc *nats.Conn, stream, name string, cfg map[string]any) error {
+func createConsumer(ctx context.Context, nc *nats.Conn, stream, name string, cfg map[string]any) error {
 	cfg["name"] = name
 	body, _ := json.Marshal(map[string]any{"stream_name": stream, "config": cfg})
-	msg, err := nc.Request("$JS.API.CONSUMER.CREATE."+stream+"."+name, body, patience)
+	msg, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.CREATE."+stream+"."+name, body)
 	if err != nil {
 		return err
 	}
@@ -51,43 +67,74 @@ func createConsumer(nc *nats.Conn, stream, name string, cfg map[string]any) erro
 	return nil
 }
 
+// The stream subjects a reply can name, one of each stream: the View of
+// Session s2, its live root, its log, its call's reply subject, and a
+// claim's frames.
+const (
+	viewKey    = "$KV.userQuestions.s2"
+	rootKey    = "$KV.liveRoots.s2"
+	s2Events   = "holdover.session.s2.events"
+	s2Reply    = "holdover.session.s2.inbox.call_1"
+	claimFrame = "holdover.claim.wait.s1.call_1.c1"
+)
+
 func indirectAttacks(workerLease string) []indirect {
 	answer := streams.ServicePrefix + "." + streams.EndpointAnswer
-	push := func(role auth.Role, name string) func(ctx context.Context, nc *nats.Conn) error {
+	push := func(name, deliver string, group string) func(ctx context.Context, nc *nats.Conn) error {
 		return func(ctx context.Context, nc *nats.Conn) error {
-			return createConsumer(nc, streams.SessionsStream, name, map[string]any{
-				"deliver_subject": answer, "deliver_group": "userQuestions",
-				"ack_policy": "none", "inactive_threshold": int64(time.Minute),
-			})
+			cfg := map[string]any{"deliver_subject": deliver, "ack_policy": "none", "inactive_threshold": int64(time.Minute)}
+			if group != "" {
+				cfg["deliver_group"] = group
+			}
+			return createConsumer(ctx, nc, streams.SessionsStream, name, cfg)
+		}
+	}
+	directGet := func(stream, reply string) func(ctx context.Context, nc *nats.Conn) error {
+		return func(ctx context.Context, nc *nats.Conn) error {
+			return nc.PublishRequest("$JS.API.DIRECT.GET."+stream, reply, []byte(`{"seq":1}`))
+		}
+	}
+	pull := func(name, reply string) func(ctx context.Context, nc *nats.Conn) error {
+		return func(ctx context.Context, nc *nats.Conn) error {
+			if err := createConsumer(ctx, nc, streams.SessionsStream, name, map[string]any{"ack_policy": "none", "inactive_threshold": int64(time.Minute)}); err != nil {
+				return err
+			}
+			return nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT.SESSIONS."+name, reply, []byte(`{"batch":1}`))
 		}
 	}
 	return []indirect{
-		{name: "agent: push consumer on SESSIONS delivering its stored answer to holdover.q.answer (deliver_group userQuestions)", role: auth.Agent, endpoint: streams.EndpointAnswer, act: push(auth.Agent, "backdoor")},
-		{name: "operator: push consumer bound to the worker's queue group on holdover.q.answer", role: auth.Operator, endpoint: streams.EndpointAnswer, act: push(auth.Operator, "opreplay")},
-		{name: "notifier: push consumer bound to the worker's queue group on holdover.q.answer", role: auth.Notifier, endpoint: streams.EndpointAnswer, act: push(auth.Notifier, "nfreplay")},
-		{name: "agent: pull its stored answer with the MSG.NEXT reply set to holdover.q.answer", role: auth.Agent, endpoint: streams.EndpointAnswer,
-			act: func(ctx context.Context, nc *nats.Conn) error {
-				if err := createConsumer(nc, streams.SessionsStream, "puller", map[string]any{"ack_policy": "none", "inactive_threshold": int64(time.Minute)}); err != nil {
-					return err
-				}
-				return nc.PublishRequest("$JS.API.CONSUMER.MSG.NEXT.SESSIONS.puller", answer, []byte(`{"batch":1}`))
-			}},
-		{name: "agent: direct get of its stored answer with the reply set to holdover.q.answer", role: auth.Agent, endpoint: streams.EndpointAnswer,
-			act: func(ctx context.Context, nc *nats.Conn) error {
-				return nc.PublishRequest("$JS.API.DIRECT.GET.SESSIONS", answer, []byte(`{"seq":1}`))
-			}},
+		{name: "agent: push consumer on SESSIONS delivering its stored answer to holdover.q.answer (deliver_group userQuestions)", role: auth.Agent, consumer: "backdoor", act: push("backdoor", answer, "userQuestions")},
+		{name: "operator: push consumer bound to the worker's queue group on holdover.q.answer", role: auth.Operator, refused: true, act: push("opreplay", answer, "userQuestions")},
+		{name: "notifier: push consumer bound to the worker's queue group on holdover.q.answer", role: auth.Notifier, consumer: "nfreplay", act: push("nfreplay", answer, "userQuestions")},
+		{name: "agent: pull its stored answer with the MSG.NEXT reply set to holdover.q.answer", role: auth.Agent, endpoint: streams.EndpointAnswer, act: pull("puller", answer)},
+		{name: "agent: direct get of its stored answer with the reply set to holdover.q.answer", role: auth.Agent, endpoint: streams.EndpointAnswer, act: directGet(streams.SessionsStream, answer)},
 		{name: "agent: direct get of a stored request id with the reply set to the worker's abort subject", role: auth.Agent, endpoint: userquestions.VerbAbort,
+			act: directGet(streams.SessionsStream, userquestions.WorkerSubject(workerLease, userquestions.VerbAbort))},
+		{name: "agent: direct get of its stored answer replying to " + viewKey + " (KV_userQuestions: a forged View)", role: auth.Agent, into: viewKey, act: directGet(streams.SessionsStream, viewKey)},
+		{name: "agent: direct get replying to " + rootKey + " (KV_liveRoots: a forged live root)", role: auth.Agent, into: rootKey, act: directGet(streams.SessionsStream, rootKey)},
+		{name: "operator: direct get replying to " + s2Events + " (SESSIONS: a read-only role appends an event)", role: auth.Operator, into: s2Events, act: directGet(streams.SessionsStream, s2Events)},
+		{name: "notifier: direct get replying to " + s2Reply + " (SESSIONS: a forged late reply)", role: auth.Notifier, into: s2Reply, act: directGet(streams.SessionsStream, s2Reply)},
+		{name: "gateway: direct get of a View replying to " + claimFrame + " (CLAIMS: a forged frame)", role: auth.Gateway, into: claimFrame, act: directGet(streams.KVStreamPrefix+streams.QuestionsBucket, claimFrame)},
+		{name: "agent: pull its stored answer with the MSG.NEXT reply set to " + viewKey, role: auth.Agent, into: viewKey, act: pull("kvpuller", viewKey)},
+		{name: "agent: stream info of SESSIONS replying to " + viewKey + " (any API response)", role: auth.Agent, into: viewKey,
 			act: func(ctx context.Context, nc *nats.Conn) error {
-				return nc.PublishRequest("$JS.API.DIRECT.GET.SESSIONS", userquestions.WorkerSubject(workerLease, userquestions.VerbAbort), []byte(`{"seq":1}`))
+				return nc.PublishRequest("$JS.API.STREAM.INFO."+streams.SessionsStream, viewKey, nil)
+			}},
+		{name: "agent: push consumer on SESSIONS delivering its stored answer to " + viewKey, role: auth.Agent, consumer: "kvpusher", act: push("kvpusher", viewKey, "")},
+		{name: "operator: $SRV.PING replying to " + viewKey + " (the worker's discovery answer, with the worker's rights)", role: auth.Operator, endpoint: "PING",
+			act: func(ctx context.Context, nc *nats.Conn) error { return nc.PublishRequest("$SRV.PING", viewKey, nil) }},
+		{name: "operator: $SRV.INFO.userQuestions replying to " + s2Reply + " (a forged late reply, with the worker's rights)", role: auth.Operator, endpoint: "INFO",
+			act: func(ctx context.Context, nc *nats.Conn) error {
+				return nc.PublishRequest("$SRV.INFO."+userquestions.Name, s2Reply, nil)
 			}},
 	}
 }
 
 // TestIndirectDenials runs every indirect attack against a live worker on
-// a server with authentication on: NATS delivers the replayed message to
-// the endpoint (the worker counts it), and the worker refuses it for its
-// origin, so no stream, consumer of note or View changes. The rows are
-// printed (go test -v -run TestIndirectDenials).
+// a server with authentication on, waits for the event that shows NATS
+// has done all it will with it (the row's endpoint, into or consumer),
+// and checks that no stream, consumer of note or View changed. The rows
+// are printed (go test -v -run TestIndirectDenials).
 func TestIndirectDenials(t *testing.T) {
 	env := embeddedtest.StartSecure(t, streams.Config{Memory: true})
 	w := &world{env: env, claim: "claim~" + sid + "~call_1~c1"}
@@ -114,13 +161,36 @@ func TestIndirectDenials(t *testing.T) {
 	}
 	require.NotEmpty(t, workerLease)
 	for _, a := range indirectAttacks(workerLease) {
-		nc, _ := env.As(t, a.role)
+		p := newProber(t, env, env.Tenant, a.role)
 		before := w.state(t)
 		refused := refusedOrigin(t, m, a.endpoint)
-		require.NoError(t, a.act(ctx, nc), a.name)
-		require.Eventually(t, func() bool {
-			return refusedOrigin(t, m, a.endpoint) > refused
-		}, patience, 10*time.Millisecond, "%s: the replayed message never reached the worker", a.name)
+		var spy *nats.Subscription
+		if a.into != "" {
+			spy, err = env.Conn.SubscribeSync(a.into)
+			require.NoError(t, err)
+			require.NoError(t, env.Conn.Flush())
+		}
+		if a.refused {
+			denied, detail := p.try(func(ctx context.Context, p *prober) error { return a.act(ctx, p.nc) })
+			require.True(t, denied, "%s was not refused: %s", a.name, detail)
+		} else {
+			require.NoError(t, a.act(ctx, p.nc), a.name)
+		}
+		switch {
+		case a.endpoint != "":
+			require.Eventually(t, func() bool {
+				return refusedOrigin(t, m, a.endpoint) > refused
+			}, patience, 10*time.Millisecond, "%s: the replayed message never reached the worker", a.name)
+		case a.into != "":
+			_, err := spy.NextMsg(patience)
+			require.NoError(t, err, "%s: the server never sent it", a.name)
+			require.NoError(t, spy.Unsubscribe())
+			storedAllBefore(t, env, a.into)
+		case a.consumer != "":
+			info, err := env.JS.PushConsumer(ctx, streams.SessionsStream, a.consumer)
+			require.NoError(t, err, a.name)
+			require.False(t, info.CachedInfo().PushBound, "%s: the server found a subscriber to deliver to", a.name)
+		}
 		// The consumer the attack made is its vehicle, not an effect:
 		// removed, so the state compares what it could have changed and
 		// the next row starts from the same replayable log.
@@ -130,10 +200,22 @@ func TestIndirectDenials(t *testing.T) {
 		require.Equal(t, before, w.state(t), "%s changed something", a.name)
 		s2, err := env.Topology.Questions.Get(ctx, "s2")
 		require.NoError(t, err)
-		require.Equal(t, uint64(1), s2.Revision(), "%s: s2's View was written", a.name)
+		require.Equal(t, `{"active":[],"settled":[],"lastSeq":1}`, string(s2.Value()), "%s: s2's View was written", a.name)
 		fmt.Fprintf(&rows, "| %s | denied |\n", a.name)
 	}
 	t.Log("\n" + rows.String())
+}
+
+// storedAllBefore returns once the stream of subject has handled every
+// message that reached it so far: it sends one the stream refuses (a
+// wrong expected last sequence) through the same queue, so the refusal
+// comes after whatever came before it was stored, and nothing changes.
+func storedAllBefore(t *testing.T, env *embeddedtest.Env, subject string) {
+	t.Helper()
+	_, err := env.JS.PublishMsg(context.Background(), &nats.Msg{Subject: subject, Header: nats.Header{jetstream.ExpectedLastSeqHeader: []string{"18446744073709551615"}}})
+	var apiErr *jetstream.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, jetstream.JSErrCodeStreamWrongLastSequence, apiErr.ErrorCode, "the barrier on %s", subject)
 }
 
 // refusedOrigin reads how many requests to endpoint the worker refused

@@ -18,6 +18,7 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -147,7 +148,7 @@ func (w *world) holdClaim(t *testing.T) {
 func (w *world) state(t *testing.T) string {
 	ctx := context.Background()
 	var b strings.Builder
-	for _, name := range []string{streams.SessionsStream, streams.ClaimsStream, streams.KVStreamPrefix + streams.QuestionsBucket} {
+	for _, name := range []string{streams.SessionsStream, streams.ClaimsStream, streams.KVStreamPrefix + streams.QuestionsBucket, streams.KVStreamPrefix + streams.RootsBucket} {
 		s, err := w.env.JS.Stream(ctx, name)
 		if err != nil {
 			fmt.Fprintf(&b, "%s: %v\n", name, err)
@@ -198,7 +199,22 @@ func actions(w *world) []action {
 				_, err := p.js.Publish(ctx, streams.KVSubjectPrefix+streams.QuestionsBucket+"."+sid, []byte(`{"active":[],"settled":[],"lastSeq":99}`))
 				return err
 			}},
-		{name: "read a Session's log", allowed: all,
+		{name: "read a Session's log by direct get", allowed: all,
+			act: func(ctx context.Context, p *prober) error {
+				s, err := p.js.Stream(ctx, streams.SessionsStream)
+				if err != nil {
+					return err
+				}
+				_, _, err = sessionlog.NewDirect(p.js, s).Read(ctx, sid, 0)
+				return err
+			}},
+		{name: "create a durable consumer on SESSIONS", allowed: only(auth.Worker, auth.Gateway, auth.Agent, auth.Notifier, auth.Admin),
+			act: func(ctx context.Context, p *prober) error {
+				subject, _ := streams.EventsSubject(sid)
+				_, err := p.js.CreateOrUpdateConsumer(ctx, streams.SessionsStream, jetstream.ConsumerConfig{Durable: "d-" + string(p.role), FilterSubject: subject, AckPolicy: jetstream.AckNonePolicy})
+				return err
+			}},
+		{name: "read a Session's log through a consumer", allowed: only(auth.Worker, auth.Gateway, auth.Agent, auth.Notifier, auth.Admin),
 			act: func(ctx context.Context, p *prober) error {
 				subject, _ := streams.EventsSubject(sid)
 				c, err := p.js.OrderedConsumer(ctx, streams.SessionsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})

@@ -25,11 +25,16 @@ const (
 	Gateway Role = "gateway"
 	// Agent is an agent runtime: it appends its Sessions' events, asks
 	// questions, reads its inbox, holds its leases and joins the resume
-	// pool. It never answers, discards, deletes a consumer or writes the
-	// projection.
+	// pool. It never answers, discards or writes the projection, and
+	// deletes no claim, lease or shared durable; it may delete a reader's
+	// consumer on SESSIONS, another runtime's too (names are one token),
+	// which that reader makes again and catches up from.
 	Agent Role = "agent"
-	// Operator reads: stream and consumer info, KV values, stream views,
-	// the service's discovery. It changes nothing.
+	// Operator reads: stream and consumer info, single messages and KV
+	// values by direct get, the service's discovery. It changes nothing
+	// and creates no consumer, so however it is used it takes nothing
+	// from the consumers the other roles need (NATS bounds them per
+	// stream and account, never per role).
 	Operator Role = "operator"
 	// Notifier follows the Session logs through its own shared durable and
 	// posts new and pending questions to webhooks (holdover notify): it
@@ -380,8 +385,8 @@ func agent() Permissions {
 
 func operator() Permissions {
 	const read = "read-only JetStream API: nats stream ls/info, consumer ls/info"
-	const view = "nats stream view, stream get and kv get: an ordered consumer of its own, or a direct get"
-	p := Permissions{
+	const get = "nats stream get, kv get, holdover inspect and check: direct gets, which create nothing"
+	return Permissions{
 		Pub: []Rule{
 			{jsAPI + "INFO", read},
 			{jsAPI + "STREAM.NAMES", read},
@@ -390,28 +395,14 @@ func operator() Permissions {
 			{jsAPI + "CONSUMER.NAMES.*", read},
 			{jsAPI + "CONSUMER.LIST.*", read},
 			{jsAPI + "CONSUMER.INFO.*.*", read},
-			{jsAPI + "DIRECT.GET.>", view},
-			{jsAPI + "STREAM.MSG.GET.*", view},
-			{jsAPI + "CONSUMER.CREATE.*", view},
-			{jsAPI + "CONSUMER.CREATE.*.>", view},
-			{jsAPI + "CONSUMER.MSG.NEXT.*.*", view},
-			{jsFC + ">", view},
+			{jsAPI + "DIRECT.GET.>", get},
+			{jsAPI + "STREAM.MSG.GET.*", get},
 			{micro + ">", "nats micro ls, info, stats"},
 			{service(streams.EndpointView), "a Session's View through the service"},
 			{service(streams.EndpointInflight), "the requests in flight"},
 		},
 		Sub: []Rule{inbox(Operator)},
-		DenyPub: append(workerDurables(),
-			Rule{jsAPI + "CONSUMER.CREATE." + streams.ClaimsStream + ".>", "claims and leases are consumers: creating one of the same name would change it"},
-		),
 	}
-	// Its readers' ordered consumers end by deletion; CLAIMS is left out,
-	// where every consumer is a claim or a lease.
-	for _, s := range []string{streams.SessionsStream,
-		kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket)} {
-		p.Pub = append(p.Pub, Rule{jsAPI + "CONSUMER.DELETE." + s + ".*", "delete the ordered consumer a view or a read made (never the durables: denied below)"})
-	}
-	return p
 }
 
 func notifier() Permissions {

@@ -43,7 +43,18 @@ const seenViews = 10_000
 // the late answers of a process: the answers then check the Views the
 // worker wrote against the log without reading them back.
 func NewStore(js jetstream.JetStream, sessions jetstream.Stream, questions jetstream.KeyValue) *Store {
-	return &Store{sessions: sessions, kv: questions, log: sessionlog.New(js, sessions), seen: newSessionCache[View](seenViews)}
+	return newStore(sessions, questions, sessionlog.New(js, sessions))
+}
+
+// NewDirectStore returns a store that reads the log with direct gets and
+// never a consumer (sessionlog.NewDirect): for the operator's tools
+// (holdover inspect, check), whose role may create no consumer.
+func NewDirectStore(js jetstream.JetStream, sessions jetstream.Stream, questions jetstream.KeyValue) *Store {
+	return newStore(sessions, questions, sessionlog.NewDirect(js, sessions))
+}
+
+func newStore(sessions jetstream.Stream, questions jetstream.KeyValue, log *sessionlog.Log) *Store {
+	return &Store{sessions: sessions, kv: questions, log: log, seen: newSessionCache[View](seenViews)}
 }
 
 // Get returns the stored View of Session sid and whether one is stored.

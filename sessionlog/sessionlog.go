@@ -35,11 +35,21 @@ const PrevHeader = "Holdover-Prev-Seq"
 type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	// direct reads with direct gets instead of an ordered consumer.
+	direct bool
 }
 
 // New returns the logs kept in stream (normally the SESSIONS stream).
 func New(js jetstream.JetStream, stream jetstream.Stream) *Log {
 	return &Log{js: js, stream: stream}
+}
+
+// NewDirect returns the logs kept in stream, read with direct gets, one
+// message a request, and never a consumer: for a role that may create no
+// consumer (the operator, docs/permissions.md), whose tools read one
+// Session at a time.
+func NewDirect(js jetstream.JetStream, stream jetstream.Stream) *Log {
+	return &Log{js: js, stream: stream, direct: true}
 }
 
 // Append records e as the event after seq `after` of Session sid (0 for the
@@ -87,11 +97,12 @@ func (l *Log) Last(ctx context.Context, sid string) (uint64, error) {
 // time of the call, in order. An event that no longer decodes is returned
 // with its error in bad, never silently dropped.
 func (l *Log) Read(ctx context.Context, sid string, after uint64) (evts []events.Event, bad []BadEvent, err error) {
-	err = l.each(ctx, sid, after, func(m jetstream.Msg) {
-		e, seq, derr := DecodeMsg(m)
+	err = l.each(ctx, sid, after, func(m Stored) {
+		e, derr := events.Decode(m.Data)
 		if derr != nil {
-			bad = append(bad, BadEvent{Seq: seq, Err: derr})
+			bad = append(bad, BadEvent{Seq: m.Seq, Err: derr})
 		} else {
+			e.Seq = m.Seq
 			evts = append(evts, e)
 		}
 	})
@@ -116,14 +127,7 @@ type Stored struct {
 // a writer recorded rather than what a reader makes of it.
 func (l *Log) ReadStored(ctx context.Context, sid string, after uint64) ([]Stored, error) {
 	var out []Stored
-	err := l.each(ctx, sid, after, func(m jetstream.Msg) {
-		s := Stored{Data: m.Data()}
-		if meta, err := m.Metadata(); err == nil {
-			s.Seq = meta.Sequence.Stream
-		}
-		s.Prev, s.HasPrev = Prev(m.Headers())
-		out = append(out, s)
-	})
+	err := l.each(ctx, sid, after, func(m Stored) { out = append(out, m) })
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +136,7 @@ func (l *Log) ReadStored(ctx context.Context, sid string, after uint64) ([]Store
 
 // each hands fn sid's messages after seq `after`, up to its last message
 // at the time of the call, in order.
-func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(jetstream.Msg)) error {
+func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(Stored)) error {
 	subject, err := streams.EventsSubject(sid)
 	if err != nil {
 		return err
@@ -140,6 +144,9 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(jetstr
 	last, err := l.Last(ctx, sid)
 	if err != nil || last <= after {
 		return err
+	}
+	if l.direct {
+		return l.eachDirect(ctx, sid, subject, after, last, fn)
 	}
 	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{subject},
@@ -160,8 +167,13 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(jetstr
 		if err == nil {
 			for m := range batch.Messages() {
 				n++
-				fn(m)
-				if meta, merr := m.Metadata(); merr == nil && meta.Sequence.Stream >= last {
+				s := Stored{Data: m.Data()}
+				if meta, merr := m.Metadata(); merr == nil {
+					s.Seq = meta.Sequence.Stream
+				}
+				s.Prev, s.HasPrev = Prev(m.Headers())
+				fn(s)
+				if s.Seq >= last {
 					return nil
 				}
 			}
@@ -183,6 +195,22 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(jetstr
 			return holdover.Wrapf(context.Cause(ctx), holdover.CodeInternal, "read session %s", sid)
 		}
 	}
+}
+
+// eachDirect is each by direct gets: the first message of subject from a
+// seq on, until last.
+func (l *Log) eachDirect(ctx context.Context, sid, subject string, after, last uint64, fn func(Stored)) error {
+	for from := after + 1; from <= last; {
+		m, err := l.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+		if err != nil {
+			return holdover.Wrapf(err, holdover.CodeInternal, "read session %s at stream seq %d", sid, from)
+		}
+		s := Stored{Seq: m.Sequence, Data: m.Data}
+		s.Prev, s.HasPrev = Prev(m.Header)
+		fn(s)
+		from = m.Sequence + 1
+	}
+	return nil
 }
 
 // A fetch can meet no responders while its consumer moves to another

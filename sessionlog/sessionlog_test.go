@@ -161,3 +161,50 @@ func TestReadKeepsTheContextsEnd(t *testing.T) {
 	_, err = log.Last(expired, "s")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// A log read by direct gets (the operator's, which may create no
+// consumer) returns what one read through a consumer does: the Session's
+// own messages among others', in order, from any seq, undecodable ones
+// reported as bad.
+func TestDirectReadsWhatAConsumerReads(t *testing.T) {
+	log, env := start(t)
+	direct := sessionlog.NewDirect(env.JS, env.Topology.Sessions)
+	ctx := context.Background()
+	subj, _ := streams.EventsSubject("s")
+	var last, other uint64
+	for i := range 6 {
+		seq, err := log.Append(ctx, "s", last, events.New(time.Now(), &events.StepEnd{Turn: "t", Step: i}))
+		require.NoError(t, err)
+		last = seq
+		other, err = log.Append(ctx, "other", other, events.New(time.Now(), &events.StepEnd{Turn: "o", Step: i}))
+		require.NoError(t, err)
+		if i == 2 {
+			raw, err := env.JS.Publish(ctx, subj, []byte("{not json"))
+			require.NoError(t, err)
+			last = raw.Sequence
+		}
+	}
+	for _, after := range []uint64{0, 3, last - 1, last} {
+		want, err := log.ReadStored(ctx, "s", after)
+		require.NoError(t, err)
+		got, err := direct.ReadStored(ctx, "s", after)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "after %d", after)
+		wantEvts, wantBad, err := log.Read(ctx, "s", after)
+		require.NoError(t, err)
+		gotEvts, gotBad, err := direct.Read(ctx, "s", after)
+		require.NoError(t, err)
+		require.Equal(t, len(wantBad), len(gotBad), "after %d", after)
+		for i := range wantBad {
+			require.Equal(t, wantBad[i].Seq, gotBad[i].Seq)
+		}
+		require.Equal(t, len(wantEvts), len(gotEvts))
+		for i := range wantEvts {
+			require.Equal(t, wantEvts[i].Seq, gotEvts[i].Seq)
+			require.Equal(t, wantEvts[i].Data, gotEvts[i].Data)
+		}
+	}
+	all, err := direct.ReadStored(ctx, "s", 0)
+	require.NoError(t, err)
+	require.Len(t, all, 7)
+}

@@ -30,6 +30,10 @@ import (
 type announcement struct {
 	nc *nats.Conn
 	id string
+	// admit says whether a control request (PING, INFO, STATS) came from
+	// a process that may send it: the reply names any subject the sender
+	// chose, and the worker may publish into the projection.
+	admit func(what string, m *nats.Msg) bool
 
 	mu      sync.Mutex
 	started time.Time
@@ -38,8 +42,8 @@ type announcement struct {
 	subs    []*nats.Subscription
 }
 
-func newAnnouncement(nc *nats.Conn) *announcement {
-	return &announcement{nc: nc, id: nuid.Next(), stats: make(map[string]*micro.EndpointStats)}
+func newAnnouncement(nc *nats.Conn, admit func(what string, m *nats.Msg) bool) *announcement {
+	return &announcement{nc: nc, id: nuid.Next(), admit: admit, stats: make(map[string]*micro.EndpointStats)}
 }
 
 func (a *announcement) identity() micro.ServiceIdentity {
@@ -87,6 +91,9 @@ func (a *announcement) start(ctx context.Context, eps []endpoint, handler func(e
 			if err == nil {
 				var sub *nats.Subscription
 				sub, err = a.nc.Subscribe(subject, func(m *nats.Msg) {
+					if !a.admit(verb.String(), m) {
+						return
+					}
 					data, _ := json.Marshal(body()) // the micro types always encode
 					_ = m.Respond(data)
 				})

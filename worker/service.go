@@ -194,10 +194,10 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		runners: newRunners(),
 	}
-	w.svc = newAnnouncement(nc)
+	w.svc = newAnnouncement(nc, w.fromSender)
 	w.forged = counterVec(w.metrics(), prometheus.CounterOpts{
 		Name: "holdover_requests_refused_origin_total",
-		Help: "Requests to the service (and the worker's abort and status subjects) refused for their origin, by endpoint: a stored message that a JetStream consumer or direct get replayed there, or a request from a role that may not send it (docs/permissions.md, \"Indirect paths\"). Nothing changed and no reply was sent.",
+		Help: "Requests to the service (and the worker's abort and status subjects, and its discovery: PING, INFO, STATS) refused for their origin, by endpoint: a stored message that a JetStream consumer or direct get replayed there, or a request from a role that may not send it (docs/permissions.md, \"Indirect paths\"). Nothing changed and no reply was sent.",
 	}, "endpoint")
 	w.parts = []part{newDurable(w), newForeground(w)}
 	return w

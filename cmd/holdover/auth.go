@@ -14,7 +14,7 @@ import (
 )
 
 const (
-	authSummary      = "write NATS credentials: an operator, one account per tenant, one credentials file per role"
+	authSummary      = "write NATS credentials: an operator, a data and a clients account per tenant, one credentials file per role"
 	provisionSummary = "create or update the JetStream streams and buckets (admin credentials)"
 )
 

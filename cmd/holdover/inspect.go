@@ -143,7 +143,8 @@ type operator struct {
 
 // openOperator connects to NATS and opens the existing topology. Operator
 // commands never provision: they must not change a deployment's
-// configuration by reading it.
+// configuration by reading it. They read with direct gets, never a
+// consumer, which the operator's credentials may not create.
 func openOperator(natsCfg ops.NATSConfig) (operator, error) {
 	logger := slog.New(slog.DiscardHandler)
 	nc, js, err := natsCfg.Connect("holdover-cli", logger)
@@ -155,7 +156,7 @@ func openOperator(natsCfg ops.NATSConfig) (operator, error) {
 	if err == nil {
 		var kv jetstream.KeyValue
 		if kv, err = js.KeyValue(ctx, streams.QuestionsBucket); err == nil {
-			return operator{store: projection.NewStore(js, sessions, kv), log: sessionlog.New(js, sessions), close: nc.Close}, nil
+			return operator{store: projection.NewDirectStore(js, sessions, kv), log: sessionlog.NewDirect(js, sessions), close: nc.Close}, nil
 		}
 	}
 	nc.Close()

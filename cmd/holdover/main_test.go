@@ -230,7 +230,9 @@ func TestCommandLineErrors(t *testing.T) {
 func TestDevRunsTheDemoAgent(t *testing.T) {
 	dev := startDev(t)
 	url, operator := dev.url, dev.creds(auth.Operator)
-	kv, err := dev.as(t, auth.Operator).KeyValue(context.Background(), streams.QuestionsBucket)
+	// A watch is a consumer, which the operator may not create: the test
+	// watches as admin, and checks as the operator.
+	kv, err := dev.as(t, auth.Admin).KeyValue(context.Background(), streams.QuestionsBucket)
 	require.NoError(t, err)
 	_, v := projectiontest.Await(t, kv, demoSession, 30*time.Second, func(v projection.View) bool { return len(v.Active) > 0 },
 		"the demo agent's question never opened")
