@@ -17,7 +17,7 @@ import (
 // not admitted, a hook within the claim bound leaves it to the first, and
 // once the claim runs out the next hook delivers it, exactly once.
 func TestHookKilledBeforePrinting(t *testing.T) {
-	w := newHookWorld(t)
+	w := newBridgeWorld(t)
 	sid := bridge.NewID("hook")
 	callID := w.queued(t, sid)
 

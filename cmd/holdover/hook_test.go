@@ -40,10 +40,11 @@ const (
 	hookTimeout    = 2 * time.Second
 )
 
-// hookWorld is a `holdover dev` with a bridge host on the agent's
+// bridgeWorld is a `holdover dev` with an in-process bridge on the agent's
 // credentials that leaves late replies queued for hooks, a user who
-// answers through a gateway, and the holdover binary the hooks run.
-type hookWorld struct {
+// answers through a gateway, and the holdover binary the hosts and hooks
+// run as processes.
+type bridgeWorld struct {
 	ctx    context.Context
 	dev    devServer
 	bin    string
@@ -52,11 +53,11 @@ type hookWorld struct {
 	log    *sessionlog.Log
 }
 
-func newHookWorld(t *testing.T) *hookWorld {
+func newBridgeWorld(t *testing.T) *bridgeWorld {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
-	w := &hookWorld{ctx: ctx, dev: startDev(t, "--no-demo"), bin: buildHoldover(t)}
+	w := &bridgeWorld{ctx: ctx, dev: startDev(t, "--no-demo"), bin: buildHoldover(t)}
 	w.user = newUser(t, w.dev)
 	nc := w.conn(t, auth.Agent)
 	b, err := bridge.New(ctx, bridge.Config{Conn: nc, ReleaseBound: time.Second, ClaimBound: hookClaimBound, Logger: quietLogger()})
@@ -80,7 +81,7 @@ func buildHoldover(t *testing.T) string {
 }
 
 // conn connects to the dev server on role r's credentials.
-func (w *hookWorld) conn(t *testing.T, r auth.Role) *nats.Conn {
+func (w *bridgeWorld) conn(t *testing.T, r auth.Role) *nats.Conn {
 	t.Helper()
 	opts, err := ops.NATSConfig{Creds: w.dev.creds(r)}.Options()
 	require.NoError(t, err)
@@ -102,7 +103,7 @@ func newUser(t *testing.T, dev devServer) *answerer.Client {
 
 // host opens Session sid on the bridge, as holdover mcp does at a host's
 // first tool call.
-func (w *hookWorld) host(t *testing.T, sid string) *bridge.Host {
+func (w *bridgeWorld) host(t *testing.T, sid string) *bridge.Host {
 	t.Helper()
 	h, err := w.bridge.Open(w.ctx, sid)
 	require.NoError(t, err)
@@ -112,7 +113,7 @@ func (w *hookWorld) host(t *testing.T, sid string) *bridge.Host {
 
 // pending asks the suite's question on h with a 1 s timeout and returns
 // the call id of its pending result.
-func (w *hookWorld) pending(t *testing.T, h *bridge.Host, question string) string {
+func (w *bridgeWorld) pending(t *testing.T, h *bridge.Host, question string) string {
 	t.Helper()
 	args, err := json.Marshal(map[string]any{"timeout": 1, "questions": []map[string]any{{"id": "db", "question": question,
 		"options": []map[string]any{{"label": "PostgreSQL"}, {"label": "SQLite"}}}}})
@@ -126,7 +127,7 @@ func (w *hookWorld) pending(t *testing.T, h *bridge.Host, question string) strin
 }
 
 // answer answers call callID of sid late, as a user's Client does.
-func (w *hookWorld) answer(t *testing.T, sid, callID, label string) {
+func (w *bridgeWorld) answer(t *testing.T, sid, callID, label string) {
 	t.Helper()
 	answerLate(t, w.ctx, w.user, sid, callID, label)
 }
@@ -143,7 +144,7 @@ func answerLate(t *testing.T, ctx context.Context, user *answerer.Client, sid, c
 
 // queued leaves a late reply queued for Session sid: a pending question
 // answered late. It returns the call id.
-func (w *hookWorld) queued(t *testing.T, sid string) string {
+func (w *bridgeWorld) queued(t *testing.T, sid string) string {
 	t.Helper()
 	callID := w.pending(t, w.host(t, sid), "Which database?")
 	w.answer(t, sid, callID, "SQLite")
@@ -159,7 +160,7 @@ type hookRun struct {
 
 // hook runs holdover hook on the fixture of event (testdata/hooks) for
 // Session sid, through NATS at url.
-func (w *hookWorld) hook(t *testing.T, url, fixture, sid string) hookRun {
+func (w *bridgeWorld) hook(t *testing.T, url, fixture, sid string) hookRun {
 	t.Helper()
 	cmd := w.hookCmd(t, url, fixture, sid)
 	var stdout, stderr bytes.Buffer
@@ -176,7 +177,7 @@ func (w *hookWorld) hook(t *testing.T, url, fixture, sid string) hookRun {
 	return run
 }
 
-func (w *hookWorld) hookCmd(t *testing.T, url, fixture, sid string) *exec.Cmd {
+func (w *bridgeWorld) hookCmd(t *testing.T, url, fixture, sid string) *exec.Cmd {
 	t.Helper()
 	in, err := os.ReadFile(filepath.Join("testdata", "hooks", fixture))
 	require.NoError(t, err)
@@ -191,7 +192,7 @@ func (w *hookWorld) hookCmd(t *testing.T, url, fixture, sid string) *exec.Cmd {
 }
 
 // events reads sid's log.
-func (w *hookWorld) events(t *testing.T, sid string) []events.Event {
+func (w *bridgeWorld) events(t *testing.T, sid string) []events.Event {
 	t.Helper()
 	evts, _, err := w.log.Read(w.ctx, sid, 0)
 	require.NoError(t, err)
@@ -241,7 +242,7 @@ func requireGolden(t *testing.T, name, got string, placeholders map[string]strin
 // admission it records, and that the next hook has nothing more to say.
 // SessionStart also lists the question still open.
 func TestHookOutputs(t *testing.T) {
-	w := newHookWorld(t)
+	w := newBridgeWorld(t)
 	for _, event := range []string{"post-tool-use", "user-prompt-submit", "stop", "session-start"} {
 		t.Run(event, func(t *testing.T) {
 			sid := bridge.NewID("hook")
@@ -283,7 +284,7 @@ func TestHookOutputs(t *testing.T) {
 // exactly one prints it, the others print nothing, and the log records one
 // claim and one admission.
 func TestHookRaceDeliversOnce(t *testing.T) {
-	w := newHookWorld(t)
+	w := newBridgeWorld(t)
 	sid := bridge.NewID("hook")
 	callID := w.queued(t, sid)
 	runs := make([]hookRun, 4)
@@ -310,7 +311,7 @@ func TestHookRaceDeliversOnce(t *testing.T) {
 // print one line on stderr and exit 1 within its time limit, so the host
 // goes on; the reply stays queued and the next hook delivers it.
 func TestHookFailsOpen(t *testing.T) {
-	w := newHookWorld(t)
+	w := newBridgeWorld(t)
 	sid := bridge.NewID("hook")
 	callID := w.queued(t, sid)
 	oneLine := func(t *testing.T, r hookRun, want string) {
