@@ -72,7 +72,7 @@ func newBridgeWorld(t *testing.T) *bridgeWorld {
 }
 
 // buildHoldover builds this command for the test to run as a process.
-func buildHoldover(t *testing.T) string {
+func buildHoldover(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "holdover")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
@@ -254,8 +254,8 @@ func TestHookOutputs(t *testing.T) {
 				placeholders["CALL_OPEN"] = open
 				require.Eventually(t, func() bool {
 					v, err := w.user.View(w.ctx, sid)
-					return err == nil && slices.ContainsFunc(v.Active, func(c projection.Call) bool { return c.CallID == open })
-				}, 10*time.Second, 20*time.Millisecond, "the projection shows the open call")
+					return err == nil && slices.ContainsFunc(v.Active, func(c projection.Call) bool { return c.CallID == open && c.Status == projection.Continued })
+				}, 10*time.Second, 20*time.Millisecond, "the projection shows the call open, continued after its pending result")
 			}
 			callID := w.pending(t, h, "Which database?")
 			w.answer(t, sid, callID, "SQLite")

@@ -49,7 +49,7 @@ func (d devServer) as(t *testing.T, r auth.Role) jetstream.JetStream {
 }
 
 // startDev runs `holdover dev` on free ports until the test ends.
-func startDev(t *testing.T, extra ...string) devServer {
+func startDev(t testing.TB, extra ...string) devServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	data := t.TempDir()
 	out, w := io.Pipe()
