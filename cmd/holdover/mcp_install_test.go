@@ -68,7 +68,8 @@ func TestMCPInstallPrint(t *testing.T) {
 func TestMCPInstallMergesSettings(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".claude", "settings.json")
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	own := `{"permissions":{"allow":["Bash(ls)"]},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"notify-send done"}]}]}}`
+	// The user's own Stop hook names holdover too; it is not taken for ours.
+	own := `{"permissions":{"allow":["Bash(ls)"]},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"notify-send 'holdover hook done'"}]}]}}`
 	require.NoError(t, os.WriteFile(path, []byte(own), 0o644))
 	code, stdout, stderr := cli(t, "mcp", "install", "claude-code", "--settings", path, "--bin", "/opt/holdover")
 	require.Equal(t, 0, code, stderr)
@@ -85,7 +86,7 @@ func TestMCPInstallMergesSettings(t *testing.T) {
 		require.Equal(t, "/opt/holdover hook", last.Command, e)
 	}
 	require.Len(t, s.Hooks["Stop"], 2)
-	require.Equal(t, "notify-send done", s.Hooks["Stop"][0].Hooks[0].Command, "the user's own hook stays first")
+	require.Equal(t, "notify-send 'holdover hook done'", s.Hooks["Stop"][0].Hooks[0].Command, "the user's own hook stays first")
 
 	code, _, stderr = cli(t, "mcp", "install", "claude-code", "--settings", path, "--bin", "/opt/holdover")
 	require.Equal(t, 0, code, stderr)
