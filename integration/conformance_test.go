@@ -102,7 +102,8 @@ func TestConformanceStaleInstance(t *testing.T) {
 				return chatReply{text: "I cannot ask: " + res}
 			}
 			if _, ok := r.result("call_0"); !ok && r.offers(bridge.PendingAnswersTool) {
-				// A host serves its Session from its first tool call on.
+				// A host opens its Session as it starts, aside: once a tool
+				// call returned, the host is the live root to take over.
 				return chatReply{calls: []chatCall{{id: "call_0", name: bridge.PendingAnswersTool, args: map[string]any{}}}}
 			}
 			// Another instance takes the Session over before the answer.

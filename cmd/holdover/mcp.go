@@ -88,6 +88,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		srv := bridge.NewServer(b, version, func(*mcp.ServerSession) string { return sid })
 		defer srv.Close()
+		srv.Preopen(ctx, sid)
 		logger.Info("serving MCP on stdio", "session", sid, "instance", b.Instance())
 		err := srv.MCP().Run(ctx, &mcp.StdioTransport{})
 		if ctx.Err() != nil || errors.Is(err, io.EOF) {

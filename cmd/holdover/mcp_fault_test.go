@@ -167,16 +167,18 @@ func TestMCPHostKilledMidWait(t *testing.T) {
 	require.Less(t, took, faultBound+faultSlack)
 	t.Logf("host SIGKILLed mid-wait: the wait ended %v later (release bound %v)", took.Round(time.Millisecond), faultBound)
 
+	// The restarted host repairs the call as soon as it started, before its
+	// model calls anything.
 	restarted := w.startHost(t, sid)
-	require.Equal(t, bridge.NoAnswersText, resultText(restarted.call(t, w.ctx, bridge.PendingAnswersTool, map[string]any{})))
-	evts := w.events(t, sid)
 	var repaired *events.ToolResult
-	for _, e := range evts {
-		if r, ok := e.Body.(*events.ToolResult); ok && r.CallID == callID {
-			repaired = r
+	require.Eventually(t, func() bool {
+		for _, e := range w.events(t, sid) {
+			if r, ok := e.Body.(*events.ToolResult); ok && r.CallID == callID {
+				repaired = r
+			}
 		}
-	}
-	require.NotNil(t, repaired, "the restarted host repaired the call")
+		return repaired != nil
+	}, faultBound+faultSlack+time.Second, 20*time.Millisecond, "the restarted host repaired the call; its log:\n%s", restarted.stderr)
 	require.Equal(t, holdover.CodeToolOutcomeUnknown, repaired.Error.Code)
 
 	w.answer(t, sid, callID, "SQLite") // the question stays answerable
@@ -205,6 +207,8 @@ func TestMCPSecondHostRefused(t *testing.T) {
 	require.True(t, strings.HasPrefix(text, "CONFLICT: "), text)
 	require.Contains(t, text, "session "+sid+" is already served by runtime instance")
 	require.Contains(t, text, "whose root lease is alive: two runtimes may not serve one Session")
+	require.Eventually(t, func() bool { return strings.Contains(second.stderr.String(), "already served by runtime instance") },
+		10*time.Second, 10*time.Millisecond, "the host's log says so, from the open at its start")
 
 	require.Equal(t, bridge.NoAnswersText, resultText(first.call(t, w.ctx, bridge.PendingAnswersTool, map[string]any{})))
 }
