@@ -167,8 +167,7 @@ func confRecord(rt, row string, pass bool) {
 }
 
 // confNotApplicable marks rows that do not apply to a runtime: a host
-// runtime has no child agents and no resume pool (the bridge's own fault
-// tests, cmd/holdover, cover a killed and restarted host).
+// runtime runs no child agents through Holdover.
 func confNotApplicable(rt confRuntime, rows ...string) {
 	confTable.mu.Lock()
 	defer confTable.mu.Unlock()

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -173,8 +174,8 @@ func TestConformanceRuntimeKilledMidWait(t *testing.T) {
 	t.Parallel()
 	confScenario(t, func(t *testing.T, w *confWorld) {
 		if w.rt.host {
-			confNotApplicable(w.rt, confRows[6], confRows[7])
-			t.Skip("a host has no resume pool; TestMCPHostKilledMidWait (cmd/holdover) kills and restarts one")
+			hostKilledMidWait(t, w)
+			return
 		}
 		working := newGate()
 		w.model.set(lateAnswerScript(600, working))
@@ -221,6 +222,54 @@ func TestConformanceRuntimeKilledMidWait(t *testing.T) {
 		working.release()
 		w.finish()
 	})
+}
+
+// hostKilledMidWait is the scenario for a host, which has no resume pool:
+// the host is SIGKILLed while its question waits (its holdover mcp sees
+// its stdin end, as under a killed Claude Code), and the wait ends. The
+// host started again on its transcript (Claude Code's --resume) takes the
+// Session over with a new epoch, its holdover mcp repairs the call as it
+// starts (TOOL_OUTCOME_UNKNOWN, D3), and the late answer is handed over by
+// its next hook, once (D8).
+func hostKilledMidWait(t *testing.T, w *confWorld) {
+	working := newGate()
+	w.model.set(lateAnswerScript(600, working))
+	rec := w.watch(confSession)
+	transcript := filepath.Join(t.TempDir(), "transcript.json")
+	first := w.session(confSession, "--transcript", transcript)
+	var callID string
+	if !confRow(t, w.rt, confRows[6], func(t *testing.T) {
+		delivered := rec.next(t).CallID
+		callID = w.callID(t, confSession, "call_1")
+		require.Equal(t, callID, delivered, "the foreground wait is running")
+		was, _, err := w.roots.Lookup(w.ctx, confSession)
+		require.NoError(t, err)
+		first.kill()
+		require.Equal(t, userquestions.ReasonAborted, rec.cancel(t).reason, "the wait of the killed host ends")
+		w.runner("--session", confSession, "--transcript", transcript)
+		require.Eventually(t, func() bool {
+			now, _, err := w.roots.Lookup(w.ctx, confSession)
+			return err == nil && now.Instance != was.Instance && now.Epoch == was.Epoch+1
+		}, confPatience, 10*time.Millisecond, "the restarted host took the Session over with a new epoch")
+	}) {
+		working.release()
+		w.finish()
+		return
+	}
+	confRow(t, w.rt, confRows[7], func(t *testing.T) {
+		res, _ := w.awaitResult(t, confSession, callID)
+		require.Equal(t, &events.ToolResult{
+			Turn: res.Turn, CallID: callID, Name: holdover.ToolName, Content: events.Text(runtime.InterruptedText),
+			IsError: true, Error: &events.ToolError{Code: holdover.CodeToolOutcomeUnknown},
+		}, res)
+		working.await(t, "the step after the repair")
+		require.Equal(t, projection.Continued, projected(t, w, confSession).Active[0].Status)
+		accepted := w.answerLate(t, callID)
+		working.release()
+		w.requireAdmittedOnce(t, callID, accepted.MessageID)
+	})
+	working.release()
+	w.finish()
 }
 
 // The worker owning the wait is SIGKILLed: the runtime's call turns

@@ -10,6 +10,10 @@
 //
 // The prompt is the user's first message, typed into the host; the host
 // has no resume pool (--pool and --prompt-creds are accepted and unused).
+// With --transcript the host keeps its conversation in that file, and a
+// host started again on it resumes the conversation as Claude Code's
+// --resume does: a tool call left without a result reads as interrupted,
+// and the SessionStart hook runs with source "resume".
 // When the model ends its turn and the Stop hook lets it, the host logs
 // "the model ended its turn" and idles until SIGTERM.
 package main
@@ -26,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -44,7 +49,7 @@ func main() {
 }
 
 type config struct {
-	holdover, nats, creds, session, prompt, modelURL, model, releaseBound string
+	holdover, nats, creds, session, prompt, modelURL, model, releaseBound, transcript string
 }
 
 func run(log *slog.Logger) error {
@@ -57,6 +62,7 @@ func run(log *slog.Logger) error {
 	flag.StringVar(&c.modelURL, "model-url", "", "an OpenAI-compatible Chat Completions base URL")
 	flag.StringVar(&c.model, "model", "", "the model name")
 	flag.StringVar(&c.releaseBound, "release-bound", "2s", "holdover mcp's --release-bound")
+	flag.StringVar(&c.transcript, "transcript", "", "keep the conversation in this file, and resume it when it exists")
 	flag.String("prompt-creds", "", "unused: the host takes the prompt as typed")
 	flag.Bool("pool", false, "unused: a host has no resume pool")
 	flag.String("ask-mode", "timed", "unused: holdover mcp's tool is the timed one")
@@ -119,23 +125,32 @@ type toolCall struct {
 
 func text(s string) *string { return &s }
 
+// interruptedText is what the model reads for a tool call the host was
+// killed in.
+const interruptedText = "The tool call was interrupted: the host stopped before it returned."
+
 // turn runs the model until it ends its turn and the Stop hook lets it:
-// the hooks at SessionStart and UserPromptSubmit, PostToolUse after each
-// tool call, and Stop, whose block goes on with its reason.
+// the hooks at SessionStart and UserPromptSubmit (for a new conversation),
+// PostToolUse after each tool call, and Stop, whose block goes on with its
+// reason.
 func (h *host) turn(ctx context.Context) error {
-	h.context(ctx, bridge.EventSessionStart, map[string]any{"source": "startup"})
-	h.msgs = append(h.msgs, message{Role: "user", Content: text(h.c.prompt)})
-	h.context(ctx, bridge.EventUserPromptSubmit, map[string]any{"prompt": h.c.prompt})
+	if h.resume() {
+		h.context(ctx, bridge.EventSessionStart, map[string]any{"source": "resume"})
+	} else {
+		h.context(ctx, bridge.EventSessionStart, map[string]any{"source": "startup"})
+		h.add(message{Role: "user", Content: text(h.c.prompt)})
+		h.context(ctx, bridge.EventUserPromptSubmit, map[string]any{"prompt": h.c.prompt})
+	}
 	stopActive := false
 	for {
 		reply, err := h.complete(ctx)
 		if err != nil {
 			return err
 		}
-		h.msgs = append(h.msgs, reply)
+		h.add(reply)
 		if len(reply.ToolCalls) > 0 {
 			for _, call := range reply.ToolCalls {
-				h.msgs = append(h.msgs, message{Role: "tool", ToolCallID: call.ID, Content: text(h.callTool(ctx, call))})
+				h.add(message{Role: "tool", ToolCallID: call.ID, Content: text(h.callTool(ctx, call))})
 				h.context(ctx, bridge.EventPostToolUse, map[string]any{"tool_name": call.Function.Name, "tool_use_id": call.ID})
 			}
 			continue
@@ -145,8 +160,48 @@ func (h *host) turn(ctx context.Context) error {
 			return nil
 		}
 		stopActive = true
-		h.msgs = append(h.msgs, message{Role: "user", Content: text(out.Reason)})
+		h.add(message{Role: "user", Content: text(out.Reason)})
 	}
+}
+
+// add appends m to the conversation and, with --transcript, to the file.
+func (h *host) add(m message) {
+	h.msgs = append(h.msgs, m)
+	if h.c.transcript == "" {
+		return
+	}
+	data, _ := json.Marshal(h.msgs) // strings and slices of them always encode
+	if err := os.WriteFile(h.c.transcript, data, 0o600); err != nil {
+		h.log.Warn("keep the transcript", "err", err)
+	}
+}
+
+// resume loads the transcript, if there is one, and reports whether it
+// did; a tool call it left without a result reads as interrupted.
+func (h *host) resume() bool {
+	if h.c.transcript == "" {
+		return false
+	}
+	data, err := os.ReadFile(h.c.transcript)
+	if err != nil || json.Unmarshal(data, &h.msgs) != nil || len(h.msgs) == 0 {
+		h.msgs = nil
+		return false
+	}
+	answered := map[string]bool{}
+	for _, m := range h.msgs {
+		if m.Role == "tool" {
+			answered[m.ToolCallID] = true
+		}
+	}
+	for _, m := range slices.Clone(h.msgs) {
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				h.add(message{Role: "tool", ToolCallID: c.ID, Content: text(interruptedText)})
+			}
+		}
+	}
+	h.log.Info("resumed the conversation", "messages", len(h.msgs))
+	return true
 }
 
 // callTool calls a tool on holdover mcp; what the model reads is its text.
@@ -171,7 +226,7 @@ func (h *host) callTool(ctx context.Context, call toolCall) string {
 // context runs a hook and adds its additionalContext to the conversation.
 func (h *host) context(ctx context.Context, event string, fields map[string]any) {
 	if out := h.hook(ctx, event, fields); out != nil && out.HookSpecificOutput != nil {
-		h.msgs = append(h.msgs, message{Role: "user", Content: text(out.HookSpecificOutput.AdditionalContext)})
+		h.add(message{Role: "user", Content: text(out.HookSpecificOutput.AdditionalContext)})
 	}
 }
 
