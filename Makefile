@@ -27,8 +27,8 @@ test-go:
 	$(GO) test -race -count=1 -timeout 20m -skip '^TestConformance' ./...
 
 # The conformance suite: every scenario against every agent runtime (the Go
-# runtime and the TypeScript SDK, whose build test-sdk makes), printing the
-# runtime × scenario table. Run in the package's folder so go test shows
+# runtime, the TypeScript SDK, whose build test-sdk makes, and the MCP
+# bridge behind a host), printing the runtime × scenario table. Run in the package's folder so go test shows
 # the table even when every test passes.
 test-conformance:
 	cd integration && $(GO) test -race -count=1 -timeout 10m -run '^TestConformance'

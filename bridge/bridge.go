@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Bridge, error) {
 	b.keepLease = lease.OnReconnect(cfg.Conn, 0, b.holdLeaseAgain)
 	questions := cfg.Questions
 	if questions == nil {
-		client, err := caller.New(ctx, cfg.Conn, caller.Config{Log: b.log})
+		client, err := caller.New(ctx, cfg.Conn, caller.Config{ReleaseBound: cfg.ReleaseBound, Log: b.log})
 		if err != nil {
 			b.Close()
 			return nil, err

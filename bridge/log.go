@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -35,6 +36,13 @@ type Log struct {
 	sid        string
 	clock      clockwork.Clock
 	claimBound time.Duration
+
+	// mu serializes this process's transactions on the log and guards
+	// folded, the fold of the log as far as it was read: each read reads
+	// only what was appended since, so a transaction costs the same on a
+	// long log as on a short one.
+	mu     sync.Mutex
+	folded *folded
 }
 
 // NewLog returns Session sid's log in stream (SESSIONS), written through
@@ -47,7 +55,7 @@ func NewLog(js jetstream.JetStream, stream jetstream.Stream, sid string, clock c
 	if claimBound <= 0 {
 		claimBound = DefaultClaimBound
 	}
-	return &Log{log: sessionlog.New(js, stream), stream: stream, sid: sid, clock: clock, claimBound: claimBound}
+	return &Log{log: sessionlog.New(js, stream), stream: stream, sid: sid, clock: clock, claimBound: claimBound, folded: newFolded()}
 }
 
 // Session is the Session id.
@@ -75,8 +83,10 @@ type item struct {
 	done bool
 }
 
-func fold(evts []events.Event, bad []sessionlog.BadEvent) *folded {
-	f := &folded{items: map[string]*item{}}
+func newFolded() *folded { return &folded{items: map[string]*item{}} }
+
+// apply folds the events read after f.last into f.
+func (f *folded) apply(evts []events.Event, bad []sessionlog.BadEvent) {
 	for _, b := range bad {
 		f.last = max(f.last, b.Seq)
 	}
@@ -114,16 +124,16 @@ func fold(evts []events.Event, bad []sessionlog.BadEvent) *folded {
 			}
 		}
 	}
-	return f
 }
 
-// read folds the log as it is now.
+// read brings the fold up to the log as it is now. l.mu is held.
 func (l *Log) read(ctx context.Context) (*folded, error) {
-	evts, bad, err := l.log.Read(ctx, l.sid, 0)
+	evts, bad, err := l.log.Read(ctx, l.sid, l.folded.last)
 	if err != nil {
 		return nil, err
 	}
-	return fold(evts, bad), nil
+	l.folded.apply(evts, bad)
+	return l.folded, nil
 }
 
 // appended is one event a transaction appended.
@@ -137,6 +147,8 @@ type appended struct {
 // after losing the fence part way, decide runs again on the log as it is
 // then, which holds what this transaction appended already.
 func (l *Log) transact(ctx context.Context, decide func(*folded) ([]events.Body, error)) ([]appended, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var done []appended
 	for range maxAttempts {
 		f, err := l.read(ctx)
@@ -149,7 +161,8 @@ func (l *Log) transact(ctx context.Context, decide func(*folded) ([]events.Body,
 		}
 		last, lost := f.last, false
 		for _, b := range bodies {
-			seq, err := l.log.Append(ctx, l.sid, last, events.New(l.clock.Now(), b))
+			e := events.New(l.clock.Now(), b)
+			seq, err := l.log.Append(ctx, l.sid, last, e)
 			if holdover.HasCode(err, holdover.CodeConflict) {
 				lost = true
 				break
@@ -159,6 +172,10 @@ func (l *Log) transact(ctx context.Context, decide func(*folded) ([]events.Body,
 			}
 			done = append(done, appended{seq: seq, body: b})
 			last = seq
+			// The fence held: the event follows the fold's last directly,
+			// so folding it in leaves nothing to read back.
+			e.Seq = seq
+			l.folded.apply([]events.Event{e}, nil)
 		}
 		if !lost {
 			return done, nil
@@ -217,10 +234,12 @@ func (l *Log) Claim(ctx context.Context) ([]Delivery, error) {
 		}
 		return bodies, nil
 	})
-	if err != nil && len(done) == 0 {
+	if len(done) == 0 {
 		return nil, err
 	}
 	// What this transaction claimed and nobody claimed again since.
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	f, rerr := l.read(ctx)
 	if rerr != nil {
 		return nil, rerr

@@ -31,9 +31,9 @@ type Server struct {
 }
 
 // slot is one Holdover Session this server serves, opened at its host
-// session's first tool call.
+// session's first tool call, or at start (Preopen).
 type slot struct {
-	owner *mcp.ServerSession
+	owner *mcp.ServerSession // nil: opened at start, for the first host session to come
 	once  sync.Once
 	host  *Host
 	err   error
@@ -58,7 +58,29 @@ func mcpTool(t events.ToolSchema) *mcp.Tool {
 	return &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 }
 
-// host returns the Host of ss's Session, opening it at the first call.
+// Preopen opens Session sid before its host session is connected, when
+// the Session is known at start (stdio serves one host session), so a host
+// restarted after a kill repairs the calls it left as it starts, before
+// its model calls anything. Opening can wait for a dead host's lease to
+// end, so it runs aside; a failure is logged and the first tool call tries
+// again and reports it.
+func (s *Server) Preopen(ctx context.Context, sid string) {
+	sl := &slot{}
+	s.mu.Lock()
+	if s.hosts[sid] != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.hosts[sid] = sl
+	s.mu.Unlock()
+	go func() {
+		if _, err := s.open(ctx, sid, sl, nil); err != nil {
+			s.b.log.Warn("open the host's Session at start; its first tool call tries again", "session", sid, ops.Err(err))
+		}
+	}()
+}
+
+// host returns the Host of ss's Session, opening it if it is not open.
 func (s *Server) host(ctx context.Context, ss *mcp.ServerSession) (*Host, error) {
 	sid := s.sessionFor(ss)
 	s.mu.Lock()
@@ -67,15 +89,25 @@ func (s *Server) host(ctx context.Context, ss *mcp.ServerSession) (*Host, error)
 		sl = &slot{owner: ss}
 		s.hosts[sid] = sl
 	}
+	if sl.owner == nil {
+		sl.owner = ss // the host session of a Session opened at start
+	}
+	owner := sl.owner
 	s.mu.Unlock()
-	if sl.owner != ss {
+	if owner != ss {
 		return nil, holdover.Newf(holdover.CodeConflict,
 			"session %s is already served by another host session of this server: two hosts may not serve one Session; give each its own Session", sid)
 	}
+	return s.open(ctx, sid, sl, ss)
+}
+
+// open opens sl's Session once; ss, when known, releases it as it ends.
+// A failed open leaves the slot, so the next call tries again.
+func (s *Server) open(ctx context.Context, sid string, sl *slot, ss *mcp.ServerSession) (*Host, error) {
 	sl.once.Do(func() {
 		sl.host, sl.err = s.b.Open(ctx, sid)
-		if sl.err != nil {
-			return
+		if sl.err != nil || ss == nil {
+			return // a Session opened at start is released by Close
 		}
 		go func() {
 			_ = ss.Wait()

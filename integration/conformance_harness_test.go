@@ -40,8 +40,10 @@ import (
 // --prompt-creds, --session, --prompt, --pool, --model-url, --model,
 // --ask-mode, --release-bound), on the agent role's credentials;
 // its model is an OpenAI-compatible Chat Completions server in this test
-// process that each scenario scripts, so both runtimes are driven the same
-// way. The rest is the real system: an embedded NATS server with file
+// process that each scenario scripts, so every runtime is driven the same
+// way. The MCP bridge's runner is a host (cmd/mcphost) that runs the model
+// loop itself, as Claude Code does, with `holdover mcp` for its tools and
+// `holdover hook` at Claude Code's hook points. The rest is the real system: an embedded NATS server with file
 // storage and authentication on, as `holdover dev` runs it, the
 // question-worker binary as a process on the worker's credentials
 // (SIGKILLed by one scenario), Clients answering through answerer and the
@@ -56,19 +58,38 @@ const confBound = userquestions.MinReleaseBound
 // turns a hang into a failure.
 const confPatience = 30 * time.Second
 
-// confRuntime is one runtime under test: the command that starts its runner.
+// confRuntime is one runtime under test: the command that starts its
+// runner. A host runtime (the MCP bridge) runs under an agent loop it does
+// not own: it records no Turns, names calls with its own ids, and hands
+// late answers over at the host's hooks.
 type confRuntime struct {
 	name    string
 	command func(t *testing.T) []string
+	host    bool
 }
 
 // confRuntimes are the runtimes every scenario runs against.
 var confRuntimes = []confRuntime{
-	{"go", func(t *testing.T) []string {
+	{name: "go", command: func(t *testing.T) []string {
 		holdoverBin, _ := shippedBinaries(t)
 		return []string{holdoverBin, "agent"}
 	}},
-	{"typescript", func(t *testing.T) []string { return []string{"node", tsRunner(t)} }},
+	{name: "typescript", command: func(t *testing.T) []string { return []string{"node", tsRunner(t)} }},
+	{name: "mcp", host: true, command: func(t *testing.T) []string {
+		holdoverBin, _ := shippedBinaries(t)
+		return []string{mcpHostBinary(t), "--holdover", holdoverBin}
+	}},
+}
+
+// mcpHostBinary builds integration/cmd/mcphost, the MCP host behind the
+// bridge's runner: `holdover mcp` for its tools, `holdover hook` at
+// Claude Code's hook points.
+func mcpHostBinary(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mcphost")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/holdover-dev/holdover/integration/cmd/mcphost").CombinedOutput()
+	require.NoError(t, err, "build mcphost:\n%s", out)
+	return bin
 }
 
 // The TypeScript runner is the SDK's build; it is built once per test
@@ -142,6 +163,16 @@ func confRecord(rt, row string, pass bool) {
 		confTable.cells[key] = "FAIL"
 	case confTable.cells[key] == "":
 		confTable.cells[key] = "pass"
+	}
+}
+
+// confNotApplicable marks rows that do not apply to a runtime: a host
+// runtime runs no child agents through Holdover.
+func confNotApplicable(rt confRuntime, rows ...string) {
+	confTable.mu.Lock()
+	defer confTable.mu.Unlock()
+	for _, row := range rows {
+		confTable.cells[[2]string{rt.name, row}] = "n/a"
 	}
 }
 
@@ -520,15 +551,37 @@ func (r *chatRequest) offers(name string) bool {
 }
 
 // replies counts the late answers to callID in the conversation: user
-// messages whose text is an answer_to_pending_question for it.
+// messages whose text is, or has a line that is (a host hook's context),
+// an answer_to_pending_question for it.
 func (r *chatRequest) replies(callID string) int {
 	n := 0
 	for _, m := range r.Messages {
-		if rep, err := events.ParseReply(m.text()); m.Role == "user" && err == nil && rep.CallID == callID {
-			n++
+		if m.Role != "user" {
+			continue
+		}
+		for line := range strings.Lines(m.text()) {
+			if rep, err := events.ParseReply(strings.TrimSpace(line)); err == nil && rep.CallID == callID {
+				n++
+			}
 		}
 	}
 	return n
+}
+
+// askID is the Session's id of the ask the model made as modelID: the
+// model's own for a runtime, and for a host, which names calls itself,
+// the callId of the pending result the model read (or modelID when it
+// read none).
+func (r *chatRequest) askID(modelID string) string {
+	res, ok := r.result(modelID)
+	if !ok {
+		return modelID
+	}
+	var p holdover.Pending
+	if json.Unmarshal([]byte(res), &p) == nil && p.Pending && p.CallID != "" {
+		return p.CallID
+	}
+	return modelID
 }
 
 // chatReply is what a script answers: text, tool calls, or both.
@@ -591,6 +644,46 @@ func (w *confWorld) awaitResult(t *testing.T, sid, callID string) (*events.ToolR
 	})
 	res, _, _ := toolResult(evts, callID)
 	return res, evts
+}
+
+// callID is the Session's id of the ask the model made as modelID: the
+// same for a runtime; for a host, which names calls itself, the first
+// ask_user_question call in sid's log (every scenario asks once).
+func (w *confWorld) callID(t *testing.T, sid, modelID string) string {
+	t.Helper()
+	if !w.rt.host {
+		return modelID
+	}
+	var id string
+	w.logs(t).Await(sid, "the host's ask", func(evts []events.Event) bool {
+		for _, e := range evts {
+			if c, ok := e.Body.(*events.ToolCall); ok && c.Name == holdover.ToolName {
+				id = c.CallID
+				return true
+			}
+		}
+		return false
+	})
+	return id
+}
+
+// turnEnded waits until the agent ended its Turn and returns sid's log: a
+// runtime records turn/end; a host's model ends its turn in the host,
+// which says so once its Stop hook let it.
+func (w *confWorld) turnEnded(t *testing.T, sid string) []events.Event {
+	t.Helper()
+	if !w.rt.host {
+		return w.logs(t).AwaitCount(sid, events.TypeTurnEnd, 1)
+	}
+	require.Eventually(t, func() bool {
+		for _, p := range w.runners {
+			if strings.Contains(p.log(), "the model ended its turn") {
+				return true
+			}
+		}
+		return false
+	}, confPatience, 10*time.Millisecond, "the host's model never ended its turn")
+	return w.logs(t).Events(sid)
 }
 
 // toolResult returns the tool/result of callID, if the log holds one.

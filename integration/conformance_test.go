@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/bridge"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/projection"
@@ -38,8 +40,8 @@ func TestConformanceAnsweredInTime(t *testing.T) {
 		w.session(confSession)
 		confRow(t, w.rt, confRows[0], func(t *testing.T) {
 			require.NoError(t, <-settled)
-			evts := w.logs(t).AwaitCount(confSession, events.TypeTurnEnd, 1)
-			res, _, ok := toolResult(evts, "call_1")
+			evts := w.turnEnded(t, confSession)
+			res, _, ok := toolResult(evts, w.callID(t, confSession, "call_1"))
 			require.True(t, ok, runtimetest.Describe(evts))
 			require.False(t, res.IsError)
 			require.Equal(t, `{"answers":[{"id":"db","selected":["SQLite"]}]}`, events.JoinText(res.Content))
@@ -65,10 +67,12 @@ func TestConformanceLateAnswer(t *testing.T) {
 		w.model.set(lateAnswerScript(1, working))
 		w.session(confSession)
 		var accepted holdover.AnswerResult
+		callID := "call_1"
 		if !confRow(t, w.rt, confRows[1], func(t *testing.T) {
-			res, evts := w.awaitResult(t, confSession, "call_1")
+			callID = w.callID(t, confSession, "call_1")
+			res, evts := w.awaitResult(t, confSession, callID)
 			require.False(t, res.IsError)
-			require.Equal(t, goPendingText(t, "call_1"), events.JoinText(res.Content))
+			require.Equal(t, goPendingText(t, callID), events.JoinText(res.Content))
 			working.await(t, "the next step after pending")
 			requireGoSchema(t, evts)
 		}) {
@@ -77,13 +81,13 @@ func TestConformanceLateAnswer(t *testing.T) {
 			return
 		}
 		confRow(t, w.rt, confRows[3], func(t *testing.T) {
-			accepted = w.answerLate(t, "call_1")
-			_, err := w.answer(confSession, "call_1", []holdover.Answer{{ID: "db", Selected: []string{"Postgres"}}})
+			accepted = w.answerLate(t, callID)
+			_, err := w.answer(confSession, callID, []holdover.Answer{{ID: "db", Selected: []string{"Postgres"}}})
 			require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err), "%v", err)
 		})
 		working.release()
 		confRow(t, w.rt, confRows[2], func(t *testing.T) {
-			w.requireAdmittedOnce(t, "call_1", accepted.MessageID)
+			w.requireAdmittedOnce(t, callID, accepted.MessageID)
 		})
 		w.finish()
 	})
@@ -98,6 +102,11 @@ func TestConformanceStaleInstance(t *testing.T) {
 			if res, ok := r.result("call_1"); ok {
 				return chatReply{text: "I cannot ask: " + res}
 			}
+			if _, ok := r.result("call_0"); !ok && r.offers(bridge.PendingAnswersTool) {
+				// A host opens its Session as it starts, aside: once a tool
+				// call returned, the host is the live root to take over.
+				return chatReply{calls: []chatCall{{id: "call_0", name: bridge.PendingAnswersTool, args: map[string]any{}}}}
+			}
 			// Another instance takes the Session over before the answer.
 			_, err := w.roots.Register(context.Background(), confSession, "intruder")
 			if err != nil {
@@ -107,7 +116,7 @@ func TestConformanceStaleInstance(t *testing.T) {
 		})
 		w.session(confSession)
 		confRow(t, w.rt, confRows[4], func(t *testing.T) {
-			res, _ := w.awaitResult(t, confSession, "call_1")
+			res, _ := w.awaitResult(t, confSession, w.callID(t, confSession, "call_1"))
 			require.True(t, res.IsError, events.JoinText(res.Content))
 			require.NotNil(t, res.Error)
 			require.Equal(t, holdover.CodeCallerNotLive, res.Error.Code, events.JoinText(res.Content))
@@ -122,6 +131,10 @@ func TestConformanceStaleInstance(t *testing.T) {
 func TestConformanceChildIsDelegated(t *testing.T) {
 	t.Parallel()
 	confScenario(t, func(t *testing.T, w *confWorld) {
+		if w.rt.host {
+			confNotApplicable(w.rt, confRows[5]) // a host's subagents are its own
+			t.Skip("a host runtime runs no child agents through Holdover")
+		}
 		w.model.set(func(r *chatRequest) chatReply {
 			if r.offers(runtime.SubagentTool) { // the parent
 				if res, ok := r.result("call_1"); ok {
@@ -160,6 +173,10 @@ func TestConformanceChildIsDelegated(t *testing.T) {
 func TestConformanceRuntimeKilledMidWait(t *testing.T) {
 	t.Parallel()
 	confScenario(t, func(t *testing.T, w *confWorld) {
+		if w.rt.host {
+			hostKilledMidWait(t, w)
+			return
+		}
 		working := newGate()
 		w.model.set(lateAnswerScript(600, working))
 		rec := w.watch(confSession)
@@ -207,6 +224,54 @@ func TestConformanceRuntimeKilledMidWait(t *testing.T) {
 	})
 }
 
+// hostKilledMidWait is the scenario for a host, which has no resume pool:
+// the host is SIGKILLed while its question waits (its holdover mcp sees
+// its stdin end, as under a killed Claude Code), and the wait ends. The
+// host started again on its transcript (Claude Code's --resume) takes the
+// Session over with a new epoch, its holdover mcp repairs the call as it
+// starts (TOOL_OUTCOME_UNKNOWN, D3), and the late answer is handed over by
+// its next hook, once (D8).
+func hostKilledMidWait(t *testing.T, w *confWorld) {
+	working := newGate()
+	w.model.set(lateAnswerScript(600, working))
+	rec := w.watch(confSession)
+	transcript := filepath.Join(t.TempDir(), "transcript.json")
+	first := w.session(confSession, "--transcript", transcript)
+	var callID string
+	if !confRow(t, w.rt, confRows[6], func(t *testing.T) {
+		delivered := rec.next(t).CallID
+		callID = w.callID(t, confSession, "call_1")
+		require.Equal(t, callID, delivered, "the foreground wait is running")
+		was, _, err := w.roots.Lookup(w.ctx, confSession)
+		require.NoError(t, err)
+		first.kill()
+		require.Equal(t, userquestions.ReasonAborted, rec.cancel(t).reason, "the wait of the killed host ends")
+		w.runner("--session", confSession, "--transcript", transcript)
+		require.Eventually(t, func() bool {
+			now, _, err := w.roots.Lookup(w.ctx, confSession)
+			return err == nil && now.Instance != was.Instance && now.Epoch == was.Epoch+1
+		}, confPatience, 10*time.Millisecond, "the restarted host took the Session over with a new epoch")
+	}) {
+		working.release()
+		w.finish()
+		return
+	}
+	confRow(t, w.rt, confRows[7], func(t *testing.T) {
+		res, _ := w.awaitResult(t, confSession, callID)
+		require.Equal(t, &events.ToolResult{
+			Turn: res.Turn, CallID: callID, Name: holdover.ToolName, Content: events.Text(runtime.InterruptedText),
+			IsError: true, Error: &events.ToolError{Code: holdover.CodeToolOutcomeUnknown},
+		}, res)
+		working.await(t, "the step after the repair")
+		require.Equal(t, projection.Continued, projected(t, w, confSession).Active[0].Status)
+		accepted := w.answerLate(t, callID)
+		working.release()
+		w.requireAdmittedOnce(t, callID, accepted.MessageID)
+	})
+	working.release()
+	w.finish()
+}
+
 // The worker owning the wait is SIGKILLed: the runtime's call turns
 // pending within the release bound (its caller watches the worker's
 // lease), the agent goes on, and the question stays answerable.
@@ -222,20 +287,22 @@ func TestConformanceWorkerKilledMidWait(t *testing.T) {
 		rec := w.watch(confSession)
 		w.session(confSession)
 		confRow(t, w.rt, confRows[8], func(t *testing.T) {
-			require.Equal(t, "call_1", rec.next(t).CallID, "the foreground wait is running")
+			delivered := rec.next(t).CallID
+			callID := w.callID(t, confSession, "call_1")
+			require.Equal(t, callID, delivered, "the foreground wait is running")
 			w.worker.kill()
 			killed := time.Now()
 			evts := w.logs(t).Await(confSession, "the pending result", func(evts []events.Event) bool {
-				_, _, ok := toolResult(evts, "call_1")
+				_, _, ok := toolResult(evts, callID)
 				return ok
 			})
 			took := time.Since(killed)
 			t.Logf("%s: pending %v after the worker was SIGKILLed (release bound %v)", w.rt.name, took.Round(time.Millisecond), confBound)
-			res, _, _ := toolResult(evts, "call_1")
-			require.Equal(t, goPendingText(t, "call_1"), events.JoinText(res.Content))
+			res, _, _ := toolResult(evts, callID)
+			require.Equal(t, goPendingText(t, callID), events.JoinText(res.Content))
 			require.Less(t, took, confBound+fgSlack)
 			w.worker = w.startWorker() // the projection and late answers need a worker again
-			w.logs(t).AwaitCount(confSession, events.TypeTurnEnd, 1)
+			w.turnEnded(t, confSession)
 			require.Equal(t, projection.Continued, projected(t, w, confSession).Active[0].Status)
 		})
 		w.finish()
@@ -248,7 +315,7 @@ func TestConformanceWorkerKilledMidWait(t *testing.T) {
 func lateAnswerScript(timeout int, working *gate) func(r *chatRequest) chatReply {
 	return func(r *chatRequest) chatReply {
 		switch _, answered := r.result("call_1"); {
-		case r.replies("call_1") > 0:
+		case r.replies(r.askID("call_1")) > 0:
 			return chatReply{text: "Thanks, switching to your answer."}
 		case answered:
 			working.pass()
@@ -265,7 +332,9 @@ func (w *confWorld) answerLate(t *testing.T, callID string) holdover.AnswerResul
 	res, err := w.answer(confSession, callID, sqlite)
 	require.NoError(t, err)
 	require.True(t, res.Accepted)
-	w.logs(t).Await(confSession, "the splice of the reply", func(evts []events.Event) bool { return spliced(evts, res.MessageID) })
+	if !w.rt.host { // a host splices the reply at its next hand-over
+		w.logs(t).Await(confSession, "the splice of the reply", func(evts []events.Event) bool { return spliced(evts, res.MessageID) })
+	}
 	return res
 }
 
@@ -276,7 +345,7 @@ func (w *confWorld) answerLate(t *testing.T, callID string) holdover.AnswerResul
 // gateway said (issue 10).
 func (w *confWorld) requireAdmittedOnce(t *testing.T, callID, messageID string) {
 	t.Helper()
-	evts := w.logs(t).AwaitCount(confSession, events.TypeTurnEnd, 1)
+	evts := w.turnEnded(t, confSession)
 	admitted := admissions(evts, callID)
 	require.Len(t, admitted, 1, runtimetest.Describe(evts))
 	at := admitted[0]
@@ -284,8 +353,14 @@ func (w *confWorld) requireAdmittedOnce(t *testing.T, callID, messageID string) 
 	require.Equal(t, messageID, admittedMsg.ID)
 	require.Equal(t, confUser, admittedMsg.Source.User, "the admitted reply names who answered, as the gateway said (issue 10)")
 	require.Equal(t, events.TypeInboxClaimed, evts[at-1].Type, "claimed, then admitted")
-	require.Equal(t, events.TypeStepEnd, evts[at-2].Type, "at a step boundary")
-	require.Equal(t, events.TypeRequestHeader, evts[at+1].Type, "before the next model request")
+	if w.rt.host {
+		// A host's hook splices, claims and admits in one hand-over; the
+		// host's model request that follows is not in the log.
+		require.Equal(t, events.TypeInboxSpliced, evts[at-2].Type, "spliced at the hand-over")
+	} else {
+		require.Equal(t, events.TypeStepEnd, evts[at-2].Type, "at a step boundary")
+		require.Equal(t, events.TypeRequestHeader, evts[at+1].Type, "before the next model request")
+	}
 	require.Equal(t, 1, claims(evts, messageID), "claimed once")
 	reqs := w.model.all()
 	require.Equal(t, 1, reqs[len(reqs)-1].replies(callID), "the model reads the reply once")

@@ -150,6 +150,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		components = append(components, agent)
 	}
 
+	agentFlags := hostFlags(ops.NATSConfig{URL: url, Creds: creds(auth.Agent)})
 	fmt.Fprintf(stdout, `Holdover dev is running.
   web UI   http://%s/?token=%s&session=%s
   NATS     %s  (authentication on; JetStream files and credentials in %s)
@@ -170,11 +171,16 @@ Answering takes the gateway's rights (an operator may not):
 or with this binary:
   holdover inspect --nats %s --creds %s <session-id>
 
+Use it from Claude Code (docs/mcp.md has Cursor, Codex CLI and Claude Desktop):
+  %s
+and for late answers at every step, the hooks in .claude/settings.json:
+  holdover mcp install claude-code %s
+
 Ctrl-C stops.
 `, ln.Addr(), token, demoSession, url, dir, metricsAddr, metricsAddr, notifying, demoSession, ln.Addr(), token, demoSession,
 		natsContext("holdover-dev", url, auth.Operator, creds(auth.Operator), true), streams.QuestionsBucket,
 		natsContext("holdover-dev-gateway", url, auth.Gateway, creds(auth.Gateway), false), streams.ServicePrefix, streams.EndpointAnswer,
-		url, creds(auth.Operator))
+		url, creds(auth.Operator), ClaudeMCPAdd("holdover", agentFlags), agentFlags)
 	return ops.Run(ctx, logger, components...)
 }
 

@@ -29,10 +29,10 @@ import (
 	"github.com/holdover-dev/holdover/streams"
 )
 
-// devServer is a running `holdover dev`: its NATS URL and its data folder,
-// which holds every role's credentials.
+// devServer is a running `holdover dev`: its NATS URL, its data folder,
+// which holds every role's credentials, and what it printed at start.
 type devServer struct {
-	url, data string
+	url, data, banner string
 }
 
 // creds is role r's credentials file, which dev wrote in its data folder.
@@ -49,7 +49,7 @@ func (d devServer) as(t *testing.T, r auth.Role) jetstream.JetStream {
 }
 
 // startDev runs `holdover dev` on free ports until the test ends.
-func startDev(t *testing.T, extra ...string) devServer {
+func startDev(t testing.TB, extra ...string) devServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	data := t.TempDir()
 	out, w := io.Pipe()
@@ -64,14 +64,22 @@ func startDev(t *testing.T, extra ...string) devServer {
 		assert.Equal(t, 0, <-done, "dev stops cleanly on its context (Ctrl-C)")
 		assert.Contains(t, stderr.String(), "msg=stopped component=projection")
 	})
+	dev := devServer{data: data}
+	var banner strings.Builder
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
-		if url, ok := strings.CutPrefix(strings.TrimSpace(lines.Text()), "NATS     "); ok {
+		line := lines.Text()
+		banner.WriteString(line + "\n")
+		if url, ok := strings.CutPrefix(strings.TrimSpace(line), "NATS     "); ok {
+			dev.url = strings.Fields(url)[0]
+		}
+		if line == "Ctrl-C stops." && dev.url != "" {
 			go func() { _, _ = io.Copy(io.Discard, out) }()
-			return devServer{url: strings.Fields(url)[0], data: data}
+			dev.banner = banner.String()
+			return dev
 		}
 	}
-	t.Fatalf("dev printed no NATS URL; stderr:\n%s", stderr.String())
+	t.Fatalf("dev printed no NATS URL; stdout:\n%s\nstderr:\n%s", banner.String(), stderr.String())
 	return devServer{}
 }
 

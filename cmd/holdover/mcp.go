@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,6 +88,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		srv := bridge.NewServer(b, version, func(*mcp.ServerSession) string { return sid })
 		defer srv.Close()
+		srv.Preopen(ctx, sid)
 		logger.Info("serving MCP on stdio", "session", sid, "instance", b.Instance())
 		err := srv.MCP().Run(ctx, &mcp.StdioTransport{})
 		if ctx.Err() != nil || errors.Is(err, io.EOF) {
@@ -282,7 +284,26 @@ func ClaudeHooks(bin, flags string) string {
 	return string(data)
 }
 
-// mergeHooks adds block's hooks to the settings file, keeping what it has.
+// sameCommands reports whether two hook entries of a settings file run the
+// same commands: an entry installed already is not added again.
+func sameCommands(a, b any) bool {
+	commands := func(entry any) []string {
+		var out []string
+		m, _ := entry.(map[string]any)
+		hs, _ := m["hooks"].([]any)
+		for _, h := range hs {
+			if hm, ok := h.(map[string]any); ok {
+				c, _ := hm["command"].(string)
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	return slices.Equal(commands(a), commands(b))
+}
+
+// mergeHooks adds block's hooks to the settings file, keeping what it has
+// and adding none it has already.
 func mergeHooks(path, block string) error {
 	settings := map[string]any{}
 	if data, err := os.ReadFile(path); err == nil {
@@ -302,10 +323,12 @@ func mergeHooks(path, block string) error {
 	}
 	for event, entries := range add["hooks"] {
 		have, _ := hooks[event].([]any)
-		if strings.Contains(fmt.Sprint(have), " hook") && strings.Contains(fmt.Sprint(have), "holdover") {
-			continue // installed already
+		for _, e := range entries {
+			if !slices.ContainsFunc(have, func(h any) bool { return sameCommands(h, e) }) {
+				have = append(have, e)
+			}
 		}
-		hooks[event] = append(have, entries...)
+		hooks[event] = have
 	}
 	settings["hooks"] = hooks
 	data, err := json.MarshalIndent(settings, "", "  ")

@@ -93,12 +93,7 @@ func TestMCPRoundTrip(t *testing.T) {
 	var pending holdover.Pending
 	require.NoError(t, json.Unmarshal([]byte(text(res, 0)), &pending))
 	require.True(t, pending.Pending)
-	answer := func(callID, label string) {
-		require.Eventually(t, func() bool {
-			r, err := user.Answer(ctx, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: []holdover.Answer{{ID: "db", Selected: []string{label}}}})
-			return err == nil && r.Accepted
-		}, 10*time.Second, 20*time.Millisecond)
-	}
+	answer := func(callID, label string) { answerLate(t, ctx, user, sid, callID, label) }
 	answer(pending.CallID, "SQLite")
 	late := call("pending_answers", map[string]any{})
 	require.Len(t, late.Content, 1)

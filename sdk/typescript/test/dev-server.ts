@@ -1,7 +1,8 @@
 // Vitest global setup: builds cmd/holdover and runs `holdover dev --no-demo`
 // on ephemeral ports with its data in a temporary folder, authentication
-// on as always, and hands the tests its NATS URL and the folder of the
-// credentials it wrote, one file per role. Teardown stops it with SIGTERM (a clean stop) and
+// on as always, and hands the tests its NATS URL, the folder of the
+// credentials it wrote, one file per role, and the binary (for tests that
+// run its other commands). Teardown stops it with SIGTERM (a clean stop) and
 // removes the folder.
 
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
@@ -14,6 +15,7 @@ declare module "vitest" {
   export interface ProvidedContext {
     natsURL: string;
     credsDir: string;
+    holdoverBin: string;
   }
 }
 
@@ -43,6 +45,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   });
   project.provide("natsURL", url);
   project.provide("credsDir", join(dir, "data", "auth", "tenants", "default"));
+  project.provide("holdoverBin", bin);
   return async () => {
     await stop(proc);
     rmSync(dir, { recursive: true, force: true });
