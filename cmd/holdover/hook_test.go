@@ -67,7 +67,7 @@ func newBridgeWorld(t *testing.T) *bridgeWorld {
 	js := w.dev.as(t, auth.Operator)
 	sessions, err := js.Stream(ctx, streams.SessionsStream)
 	require.NoError(t, err)
-	w.log = sessionlog.New(js, sessions)
+	w.log = sessionlog.NewDirect(js, sessions) // an operator reads by direct get: it creates no consumer
 	return w
 }
 
