@@ -61,14 +61,21 @@ type Limits struct {
 	MaxStreams int
 	// MaxCalls bounds the RPC calls in progress on one connection. 0 means 16.
 	MaxCalls int
-	// SendQueue is how many frames may wait to be written to one Client.
-	// A Client that falls further behind is disconnected; it reconnects and
-	// watches again from the last seq it has. A watch's history waits for
-	// room instead, so this bounds live bursts only. 0 means 256.
-	SendQueue int
+	// SendQueue and SendQueueBytes bound what may wait to be written to
+	// one Client, in frames and in bytes (a frame larger than
+	// SendQueueBytes still goes out when nothing else waits). A live frame
+	// that finds no room closes the connection as too slow (1008); the
+	// Client reconnects and watches again from the last seq it has. A
+	// watch's history waits for room instead, a page at a time, so the
+	// memory a Client that stops reading costs is these bounds, not its
+	// Sessions' logs. 0 means 256 frames and 1 MiB.
+	SendQueue      int
+	SendQueueBytes int
 	// HelloTimeout is how long a new connection has to say hello. 0 means 10 s.
 	HelloTimeout time.Duration
-	// WriteTimeout bounds writing one frame. 0 means 10 s.
+	// WriteTimeout bounds writing one message: a Client that takes
+	// nothing for that long has stopped reading and is closed as too slow
+	// (1008). 0 means 10 s.
 	WriteTimeout time.Duration
 	// CallTimeout bounds one RPC call. 0 means 10 s.
 	CallTimeout time.Duration
@@ -105,6 +112,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxStreams, 64)
 	def(&l.MaxCalls, 16)
 	def(&l.SendQueue, 256)
+	def(&l.SendQueueBytes, 1<<20)
 	def(&l.MaxConnsPerToken, 16)
 	if l.TokenFramesPerSecond <= 0 {
 		l.TokenFramesPerSecond = 100

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -18,9 +19,11 @@ import (
 )
 
 // conn is one Client's WebSocket. Its read loop handles frames in order;
-// everything it sends goes through one bounded queue to one writer, so
-// frames to a Client never interleave and a slow Client never holds up a
-// Session's other Clients: when its queue is full it is disconnected.
+// everything it sends goes through one queue, bounded in frames and in
+// bytes, to one writer, so frames to a Client never interleave and a slow
+// Client never holds up a Session's other Clients nor grows the gateway:
+// when a live frame finds its queue full, or a write waits too long, it is
+// disconnected.
 type conn struct {
 	s       *Server
 	ws      *websocket.Conn
@@ -45,6 +48,15 @@ type conn struct {
 	// protocol is the version spoken on the connection, set by hello; the
 	// writer reads it to know whether it may batch frames.
 	protocol atomic.Int32
+
+	// q is what waits in out: its bytes, and room, a channel closed (and
+	// forgotten) when the writer takes a frame while a history waits for
+	// room. Every frame enters out under qmu.
+	qmu     sync.Mutex
+	qbytes  int
+	room    chan struct{}
+	qclosed bool // teardown has counted the queue out
+	slow    atomic.Bool
 
 	closeOnce   sync.Once
 	closeStatus websocket.StatusCode
@@ -411,30 +423,84 @@ func (c *conn) goTask(f func()) bool {
 	return true
 }
 
-// send queues a frame without waiting. A Client whose queue is full has
-// fallen too far behind: it is disconnected, and catches up by watching
-// again from the last seq it has.
+// closeTooSlow is the close code of a Client that stopped reading.
+const closeTooSlow = websocket.StatusPolicyViolation
+
+// send queues a frame without waiting. A Client whose queue has no room,
+// in frames or in bytes, has fallen too far behind: it is disconnected,
+// and catches up by watching again from the last seq it has.
 func (c *conn) send(frame []byte) {
-	select {
-	case c.out <- frame:
-	case <-c.ctx.Done():
-	default:
-		c.s.m.dropped.Inc()
-		c.log.Warn("client too slow; disconnecting", "queued", len(c.out))
-		c.abort(websocket.StatusPolicyViolation, "too slow: too many frames waiting")
+	c.qmu.Lock()
+	ok := c.push(frame, false)
+	frames, bytes := len(c.out), c.qbytes
+	c.qmu.Unlock()
+	if !ok && c.ctx.Err() == nil {
+		c.tooSlow(fmt.Sprintf("too slow: %d frames (%d bytes) were waiting", frames, bytes))
 	}
 }
 
 // sendWait queues a frame, waiting for room: for the Client's own bulk
-// replies (a watch's history), which may fill the queue but must not cost
-// the connection.
+// replies (a watch's history, a page at a time), which may fill the queue
+// but must not cost the connection. It reports false once the connection
+// has ended.
 func (c *conn) sendWait(frame []byte) bool {
-	select {
-	case c.out <- frame:
-		return true
-	case <-c.ctx.Done():
+	for {
+		c.qmu.Lock()
+		ok := c.push(frame, false)
+		if !ok && c.room == nil {
+			c.room = make(chan struct{})
+		}
+		room := c.room
+		c.qmu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-room:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+}
+
+// push puts frame in the queue when it has room: below SendQueue frames,
+// and below SendQueueBytes bytes unless the queue is empty or force is
+// set (the last frames before a close). c.qmu is held.
+func (c *conn) push(frame []byte, force bool) bool {
+	if c.qclosed || (!force && c.qbytes > 0 && c.qbytes+len(frame) > c.s.lim.SendQueueBytes) {
 		return false
 	}
+	select {
+	case c.out <- frame:
+	default:
+		return false
+	}
+	c.qbytes += len(frame)
+	c.s.m.queuedBytes.Add(float64(len(frame)))
+	return true
+}
+
+// took counts frame out of the queue, which the writer has taken, and
+// wakes the histories waiting for room.
+func (c *conn) took(frame []byte) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	c.qbytes -= len(frame)
+	c.s.m.queuedBytes.Sub(float64(len(frame)))
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+}
+
+// tooSlow disconnects a Client that stopped reading, once.
+func (c *conn) tooSlow(reason string) {
+	if !c.slow.CompareAndSwap(false, true) {
+		return
+	}
+	c.s.m.dropped.Inc()
+	c.log.Warn("client too slow; disconnecting", "reason", reason)
+	c.abort(closeTooSlow, reason)
 }
 
 // fail tells the Client a frame was refused; the connection goes on.
@@ -447,13 +513,10 @@ func (c *conn) fail(id string, err error) {
 func (c *conn) closeWith(status websocket.StatusCode, err error) {
 	c.s.metrics.Error("gateway", err)
 	c.setClose(status, holdover.Wire(err).Message)
-	select {
-	case c.out <- errorOf("", err):
-	default:
-	}
-	select {
-	case c.out <- closeAfterFlush:
-	default:
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	c.push(errorOf("", err), true)
+	if !c.push(closeAfterFlush, true) {
 		c.cancel()
 	}
 }
@@ -492,31 +555,30 @@ func (c *conn) closeSocket() {
 // busy connection one write for all it has rather than one per frame.
 //
 // One timer bounds each write, armed before it and stopped after: a write
-// that outlasts Limits.WriteTimeout (a Client that stopped reading while
-// little is sent to it) ends the connection. A context per frame did the
-// same at a sixth of the writer's time under a burst of requests.
+// that outlasts Limits.WriteTimeout (a Client that stopped reading) closes
+// the connection as too slow. A context per frame did the same at a sixth
+// of the writer's time under a burst of requests.
 //
-// Writes run under a context only that timer ends, not the connection's:
-// the websocket library drops the socket without a close frame when a
-// write's context ends, so a shutdown during a write would otherwise cut
-// the Client off without "going away".
+// Writes run under no context: the websocket library drops the socket
+// without a close frame when a write's context ends. A write still stuck
+// when the connection closes ends with the close handshake, which waits
+// for it at most 5 s; a Client that reads again by then gets the close
+// frame with its reason after the frames already on their way.
 func (c *conn) writeLoop() {
 	defer close(c.wrote)
-	writes, cut := context.WithCancel(context.Background())
-	defer cut()
 	stuck := time.AfterFunc(c.s.lim.WriteTimeout, func() {
-		c.abort(websocket.StatusGoingAway, "write timed out")
-		cut()
+		c.tooSlow(fmt.Sprintf("too slow: a write waited %s", c.s.lim.WriteTimeout))
 	})
 	stuck.Stop()
 	defer stuck.Stop()
-	for {
+	for c.ctx.Err() == nil {
 		select {
 		case frame := <-c.out:
+			c.took(frame)
 			msg, frames, closing := c.batch(frame)
 			if frames > 0 {
 				stuck.Reset(c.s.lim.WriteTimeout)
-				err := c.ws.Write(writes, websocket.MessageText, msg.data)
+				err := c.ws.Write(context.Background(), websocket.MessageText, msg.data)
 				stuck.Stop()
 				msg.release()
 				if err != nil {
@@ -559,6 +621,7 @@ func (c *conn) batch(first []byte) (msg message, frames int, closing bool) {
 	for len(msg.data) < maxBatchBytes && !closing {
 		select {
 		case f := <-c.out:
+			c.took(f)
 			if closing = f == nil; !closing {
 				msg.data = append(append(msg.data, ','), f...)
 				frames++
@@ -621,5 +684,9 @@ func (c *conn) teardown() {
 	}
 	c.delegate(c.dropRequests(""))
 
+	c.qmu.Lock()
+	c.qclosed = true
+	c.s.m.queuedBytes.Sub(float64(c.qbytes))
+	c.qmu.Unlock()
 	<-c.closed
 }

@@ -2,20 +2,23 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover/ops"
 )
 
 // queued is a connection speaking protocol with frames already waiting
 // behind the one its writer has just taken.
 func queued(protocol int, frames ...[]byte) *conn {
-	c := &conn{out: make(chan []byte, 16)}
+	c := &conn{s: &Server{lim: Limits{}.withDefaults(), m: newGatewayMetrics(ops.NewMetrics())}, out: make(chan []byte, 16)}
 	c.protocol.Store(int32(protocol))
 	for _, f := range frames {
-		c.out <- f
+		c.push(f, true)
 	}
 	return c
 }
@@ -71,4 +74,43 @@ func TestBatchIsBounded(t *testing.T) {
 	require.NoError(t, json.Unmarshal(msg.data, &frames))
 	assert.Equal(t, 2, n)
 	assert.Len(t, frames, 2)
+}
+
+// The send queue is bounded in frames and in bytes: a frame that finds no
+// room is refused, except that a frame larger than the byte bound goes
+// when nothing waits; a history waiting for room goes on as soon as the
+// writer takes a frame.
+func TestSendQueueIsBoundedInFramesAndBytes(t *testing.T) {
+	c := queued(2)
+	c.s.lim.SendQueue, c.s.lim.SendQueueBytes = 4, 100
+	c.out = make(chan []byte, c.s.lim.SendQueue)
+	frame := func(n int) []byte { return bytes.Repeat([]byte("x"), n) }
+
+	require.True(t, c.push(frame(300), false), "a frame over the byte bound goes when nothing waits")
+	require.False(t, c.push(frame(1), false), "and nothing goes beside it")
+	c.took(<-c.out)
+
+	for range 4 {
+		require.True(t, c.push(frame(10), false))
+	}
+	require.False(t, c.push(frame(10), false), "the frame bound")
+	require.Equal(t, 40, c.qbytes)
+	for range 4 {
+		c.took(<-c.out)
+	}
+	require.True(t, c.push(frame(60), false))
+	require.False(t, c.push(frame(60), false), "the byte bound")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.ctx = ctx
+	sent := make(chan bool)
+	go func() { sent <- c.sendWait(frame(60)) }()
+	c.took(<-c.out)
+	require.True(t, <-sent, "a waiting history goes once the writer took a frame")
+	require.Equal(t, 60, c.qbytes)
+
+	go func() { sent <- c.sendWait(frame(60)) }()
+	cancel()
+	require.False(t, <-sent, "and gives up when the connection ends")
 }

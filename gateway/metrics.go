@@ -14,6 +14,7 @@ type gatewayMetrics struct {
 	sessions    prometheus.Gauge
 	frames      *prometheus.CounterVec
 	dropped     prometheus.Counter
+	queuedBytes prometheus.Gauge
 	fanOut      prometheus.Histogram
 	// sentFrames over sentMessages is how many frames a WebSocket message
 	// carried on average: 1 for protocol 1 Clients and an idle gateway,
@@ -28,7 +29,8 @@ func newGatewayMetrics(m *ops.Metrics) *gatewayMetrics {
 		connections:  c.Gauge("connections", "Open WebSocket connections."),
 		sessions:     c.Gauge("watched_sessions", "Sessions with at least one watching connection; each has one shared feed."),
 		frames:       c.CounterVec("client_frames_total", "Frames received from Clients, by frame type.", "type"),
-		dropped:      c.Counter("slow_clients_total", "Connections closed because the Client fell too far behind the frames sent to it."),
+		dropped:      c.Counter("slow_clients_total", "Connections closed because the Client stopped reading: a live frame found its send queue full, or a write waited past the write timeout."),
+		queuedBytes:  c.Gauge("send_queue_bytes", "Bytes of frames waiting to be written to Clients, every connection together; each connection holds at most its send queue's bound."),
 		sentFrames:   c.Counter("sent_frames_total", "Frames written to Clients."),
 		sentMessages: c.Counter("sent_messages_total", "WebSocket messages written to Clients; a protocol 2 message may carry several frames."),
 		fanOut: c.Histogram("request_fanout_seconds",
