@@ -32,8 +32,8 @@ type Config struct {
 	// OriginPatterns are the extra browser origins allowed to open the
 	// WebSocket; the gateway's own host is always allowed.
 	OriginPatterns []string
-	// Metrics receives the gateway's collectors and is what /metrics
-	// serves; nil makes a fresh set. The collectors register once, so give
+	// Metrics receives the gateway's collectors and is what
+	// MetricsHandler serves; nil makes a fresh set. The collectors register once, so give
 	// each Server its own, or share one set with the process's other
 	// components (holdover dev).
 	Metrics *ops.Metrics
@@ -88,6 +88,9 @@ type Limits struct {
 	TokenFramesPerSecond float64
 	TokenBurst           int
 }
+
+// DefaultLimits are the limits a zero Limits stands for.
+func DefaultLimits() Limits { return Limits{}.withDefaults() }
 
 // withDefaults fills in the zero fields.
 func (l Limits) withDefaults() Limits {

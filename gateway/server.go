@@ -66,9 +66,9 @@ func New(cfg Config) (*Server, error) {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWebSocket)
-	health := ops.Handler(cfg.Metrics, ops.NATSConnected(cfg.NATS))
-	mux.Handle("GET /healthz", health)
-	mux.Handle("GET /metrics", health)
+	// /metrics is not served here: the UI's port faces browsers, and the
+	// metrics are an operator's (MetricsHandler, on an address of its own).
+	mux.Handle("GET /healthz", s.MetricsHandler())
 	if cfg.Files != nil {
 		mux.Handle("GET /", http.FileServerFS(cfg.Files))
 	}
@@ -76,9 +76,14 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler serves the web UI at "/", the WebSocket at "/ws", "/healthz"
-// and "/metrics".
+// Handler serves the web UI at "/", the WebSocket at "/ws" and "/healthz".
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// MetricsHandler serves "/metrics" (Config.Metrics) and "/healthz", for
+// an address apart from the UI's that only operators reach.
+func (s *Server) MetricsHandler() http.Handler {
+	return ops.Handler(s.cfg.Metrics, ops.NATSConnected(s.cfg.NATS))
+}
 
 // Serve serves HTTP on ln until ctx ends, then closes every WebSocket
 // connection (each releases its claims and delegates its requests) and

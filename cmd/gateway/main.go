@@ -45,6 +45,8 @@ type config struct {
 	jwt     gateway.JWTConfig
 	origins stringList
 	release time.Duration
+	metrics string
+	limits  gateway.Limits
 	nats    ops.NATSConfig
 	log     ops.LogConfig
 }
@@ -60,6 +62,8 @@ func main() {
 	fs.StringVar(&cfg.jwt.Audience, "jwt-audience", os.Getenv("HOLDOVER_GATEWAY_JWT_AUDIENCE"), "required aud claim of signed tokens")
 	fs.Var(&cfg.origins, "origin", "extra browser origin allowed to open the WebSocket, e.g. app.example.com (repeatable)")
 	fs.DurationVar(&cfg.release, "claim-release", userquestions.DefaultReleaseBound, "how long a Client's claim outlives this gateway's NATS connection")
+	fs.StringVar(&cfg.metrics, "metrics-addr", gatewayproc.DefaultMetricsAddr, "address of /metrics and /healthz, apart from --listen (which never serves /metrics)")
+	registerLimits(fs, &cfg.limits)
 	cfg.nats.RegisterFlags(fs)
 	cfg.log.RegisterFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -96,9 +100,19 @@ func run(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return ops.Run(ctx, logger, gatewayproc.Component(nc, js, gatewayproc.Config{
-		Listener: ln, Tokens: tokens, Origins: cfg.origins, ReleaseBound: cfg.release, Logger: logger,
-	}))
+	return ops.Run(ctx, logger, gatewayproc.Components(nc, js, gatewayproc.Config{
+		Listener: ln, Tokens: tokens, Origins: cfg.origins, ReleaseBound: cfg.release,
+		Limits: cfg.limits, MetricsAddr: cfg.metrics, Logger: logger,
+	})...)
+}
+
+// registerLimits binds the flags of the bounds on Clients, each defaulting
+// to gateway.DefaultLimits.
+func registerLimits(fs *flag.FlagSet, l *gateway.Limits) {
+	def := gateway.DefaultLimits()
+	fs.IntVar(&l.SendQueue, "send-queue-frames", def.SendQueue, "frames that may wait to be written to one Client; a Client further behind is closed as too slow (1008)")
+	fs.IntVar(&l.SendQueueBytes, "send-queue-bytes", def.SendQueueBytes, "bytes that may wait to be written to one Client; a Client further behind is closed as too slow (1008)")
+	fs.DurationVar(&l.WriteTimeout, "write-timeout", def.WriteTimeout, "how long one write to a Client may wait; a Client that takes nothing for that long is closed as too slow (1008)")
 }
 
 // loadTokens reads the static token table and sets up signed tokens, as
