@@ -68,7 +68,7 @@ type Limits struct {
 	// Client reconnects and watches again from the last seq it has. A
 	// watch's history waits for room instead, a page at a time, so the
 	// memory a Client that stops reading costs is these bounds, not its
-	// Sessions' logs. 0 means 256 frames and 1 MiB.
+	// Sessions' logs. 0 means 256 frames and 512 KiB.
 	SendQueue      int
 	SendQueueBytes int
 	// HelloTimeout is how long a new connection has to say hello. 0 means 10 s.
@@ -115,7 +115,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxStreams, 64)
 	def(&l.MaxCalls, 16)
 	def(&l.SendQueue, 256)
-	def(&l.SendQueueBytes, 1<<20)
+	def(&l.SendQueueBytes, 512<<10)
 	def(&l.MaxConnsPerToken, 16)
 	if l.TokenFramesPerSecond <= 0 {
 		l.TokenFramesPerSecond = 100

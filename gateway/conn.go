@@ -538,10 +538,23 @@ func (c *conn) abort(status websocket.StatusCode, reason string) {
 }
 
 // closeSocket runs once the connection's context has ended: it closes the
-// socket with the recorded status, which also ends the read loop.
+// socket with the recorded status, which also ends the read loop. A write
+// under way finishes first, so the close frame follows the frames already
+// on their way and a slow Client that reads again learns why it was
+// closed; a write still stuck a write timeout later is cut, and the socket
+// with it.
 func (c *conn) closeSocket() {
 	defer close(c.closed)
 	c.setClose(websocket.StatusGoingAway, "the gateway is shutting down")
+	stuck := time.NewTimer(c.s.lim.WriteTimeout)
+	defer stuck.Stop()
+	select {
+	case <-c.wrote:
+	case <-stuck.C:
+		c.log.Debug("a write outlived the close; cutting the socket")
+		_ = c.ws.CloseNow()
+		return
+	}
 	if err := c.ws.Close(c.closeStatus, c.closeReason); err != nil {
 		c.log.Debug("close websocket", "err", err)
 	}
@@ -560,10 +573,9 @@ func (c *conn) closeSocket() {
 // of the writer's time under a burst of requests.
 //
 // Writes run under no context: the websocket library drops the socket
-// without a close frame when a write's context ends. A write still stuck
-// when the connection closes ends with the close handshake, which waits
-// for it at most 5 s; a Client that reads again by then gets the close
-// frame with its reason after the frames already on their way.
+// without a close frame when a write's context ends. The writer stops
+// once the connection's context ends, after the write under way, which
+// closeSocket waits for.
 func (c *conn) writeLoop() {
 	defer close(c.wrote)
 	stuck := time.AfterFunc(c.s.lim.WriteTimeout, func() {

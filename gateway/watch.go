@@ -59,7 +59,7 @@ const (
 // many events or bytes: a watch whose Client reads slowly holds one page.
 const (
 	historyEvents = 256
-	historyBytes  = 256 << 10
+	historyBytes  = 128 << 10
 )
 
 func newWatch(c *conn, id, sid string, after uint64) *watch {

@@ -1,0 +1,206 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/gateway"
+	"github.com/holdover-dev/holdover/sessionlog"
+	"github.com/holdover-dev/holdover/streams"
+)
+
+// gatewayProc is the shipped gateway binary running against a real
+// nats-server on the gateway role's credentials, with a token per name in
+// tokens (each granting every Session).
+type gatewayProc struct {
+	*fgProc
+	url     string // ws://…/ws
+	metrics string // host:port of /metrics
+}
+
+// gatewayBinary builds cmd/gateway without the race detector, whose
+// shadow memory would swamp what the gateway itself holds.
+var gatewayBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "holdover-gateway-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "gateway")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/holdover-dev/holdover/cmd/gateway").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build cmd/gateway: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func startGatewayProc(t *testing.T, env *embeddedtest.Env, tokens []string, flags ...string) *gatewayProc {
+	t.Helper()
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
+	grants := map[string]gateway.Grant{}
+	for _, tok := range tokens {
+		grants[tok] = gateway.Grant{User: tok, Sessions: []string{gateway.AllSessions}}
+	}
+	data, err := json.Marshal(map[string]any{"tokens": grants})
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	listen, metrics := freeLoopback(t), freeLoopback(t)
+	args := append([]string{"--listen", listen, "--metrics-addr", metrics, "--nats", env.Server.ClientURL(),
+		"--creds", env.Auth.Creds(env.Tenant, auth.Gateway), "--tokens", file}, flags...)
+	p := &gatewayProc{fgProc: fgSpawn(t, "gateway", exec.Command(bin, args...)), url: "ws://" + listen + "/ws", metrics: metrics}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + listen + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, fgPatience, 10*time.Millisecond, "the gateway never got ready")
+	return p
+}
+
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// rss is the process's resident memory in bytes (VmRSS).
+func (p *gatewayProc) rss(t *testing.T) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	require.NoError(t, err)
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc status")
+	return 0
+}
+
+// dial connects a Client that reads every frame (gwClient) and says hello.
+func (p *gatewayProc) dial(t *testing.T, token string) *gwClient {
+	t.Helper()
+	c := (&gwWorld{fgWorld: &fgWorld{t: t}, url: p.url}).dial(token)
+	c.welcome()
+	return c
+}
+
+// A Client that stops reading costs the gateway its send queue's bound,
+// not its Sessions' history. Eight such Clients watch a Session with a
+// 40 MB history and never read: the gateway's memory stays within twice
+// what eight idle connections cost. Each is closed as too slow (1008,
+// with the reason) once a write has waited past the write timeout, and
+// one that reads again gets that close frame after what was on its way.
+// A healthy Client of the same Session reads its whole history, gets a
+// live event while the slow ones are stuck, and stays connected.
+func TestGatewayBoundsTheMemoryOfClientsThatStopReading(t *testing.T) {
+	const (
+		slowClients = 8
+		eventBytes  = 10 << 10
+		history     = 4000 // events of eventBytes: 40 MB
+		writeTimeout = 20 * time.Second
+	)
+	queueBytes := float64(gateway.DefaultLimits().SendQueueBytes)
+	env := embeddedtest.StartSecure(t, streams.Config{Memory: true})
+	ctx := context.Background()
+	log := sessionlog.New(env.JS, env.Topology.Sessions)
+	at := time.Now().UTC()
+	text := events.Text(strings.Repeat("x", eventBytes))
+	var last uint64
+	for i := range history {
+		seq, err := log.Append(ctx, "big", last, events.New(at, &events.AssistantMessage{ID: fmt.Sprint("a", i), Content: text}))
+		require.NoError(t, err)
+		last = seq
+	}
+	gw := startGatewayProc(t, env, []string{"healthy", "idle", "slow"}, "--write-timeout", writeTimeout.String())
+
+	healthy := gw.dial(t, "healthy")
+	healthy.send(map[string]any{"type": "watch", "id": "w1", "session": "big", "fromSeq": 1})
+	healthy.take("the ready frame of the whole history", gwTypeID("ready", "w1"))
+	read := 0
+	for _, f := range healthy.framesSnapshot() {
+		read += len(f.Events)
+	}
+	require.Equal(t, history, read, "the healthy Client read the whole history")
+
+	for i := range slowClients {
+		idle := gw.dial(t, "idle")
+		idle.watchLive(fmt.Sprint("w", i), "small")
+	}
+	idleRSS := gw.rss(t)
+
+	slow := make([]*websocket.Conn, slowClients)
+	for i := range slow {
+		dctx, cancel := context.WithTimeout(ctx, fgPatience)
+		ws, _, err := websocket.Dial(dctx, gw.url+"?token=slow", nil)
+		cancel()
+		require.NoError(t, err)
+		ws.SetReadLimit(16 << 20)
+		t.Cleanup(func() { _ = ws.CloseNow() })
+		for _, frame := range []string{`{"type":"hello","protocol":2,"client":"slow"}`, `{"type":"watch","id":"w1","session":"big","fromSeq":1}`} {
+			require.NoError(t, ws.Write(ctx, websocket.MessageText, []byte(frame)))
+		}
+		slow[i] = ws
+	}
+	queued := 0.0
+	require.Eventually(t, func() bool {
+		queued = scrape(t, gw.metrics, "holdover_gateway_send_queue_bytes")
+		// A stalled history waits for room for its next frame, a quarter
+		// of the queue's bound at most: each queue holds over half of it.
+		return queued >= slowClients*queueBytes/2
+	}, fgPatience, 50*time.Millisecond, "the slow Clients' queues never filled")
+	slowRSS := gw.rss(t)
+	t.Logf("gateway RSS: %.1f MiB with %d idle connections and a healthy one; %.1f MiB with %d Clients that stopped reading a %.0f MB history added (%.2fx); %.1f MiB queued for them",
+		mib(idleRSS), slowClients, mib(slowRSS), slowClients, history*eventBytes/1e6, float64(slowRSS)/float64(idleRSS), queued/(1<<20))
+	require.LessOrEqual(t, slowRSS, 2*idleRSS, "slow readers cost the gateway their queue's bound, not their history")
+
+	// The healthy Client is unaffected: a live event reaches it.
+	seq, err := log.Append(ctx, "big", last, events.New(at, &events.AssistantMessage{ID: "live", Content: events.Text("live")}))
+	require.NoError(t, err)
+	healthy.take("the live event", func(f gwFrame) bool { return f.Type == "events" && len(f.Events) == 1 && f.Events[0].Seq == seq })
+
+	require.Eventually(t, func() bool {
+		return scrape(t, gw.metrics, "holdover_gateway_slow_clients_total") == slowClients
+	}, writeTimeout+fgPatience, 50*time.Millisecond, "the slow Clients were not closed")
+	for i, ws := range slow {
+		var err error
+		for err == nil {
+			_, _, err = ws.Read(ctx)
+		}
+		var closed websocket.CloseError
+		require.ErrorAs(t, err, &closed, "slow Client %d", i)
+		assert.Equal(t, websocket.StatusPolicyViolation, closed.Code, "slow Client %d", i)
+		assert.Contains(t, closed.Reason, "too slow: a write waited "+writeTimeout.String(), "slow Client %d", i)
+	}
+	assert.Zero(t, scrape(t, gw.metrics, "holdover_gateway_send_queue_bytes"), "closed Clients hold no queue")
+	healthy.watchLive("w2", "small")
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
