@@ -204,3 +204,74 @@ func TestGatewayBoundsTheMemoryOfClientsThatStopReading(t *testing.T) {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// A live frame that finds a Client's send queue full, in frames or in
+// bytes, closes the Client as too slow (1008), with the queue in the
+// reason, while a healthy Client of the same Session gets every event.
+func TestGatewayClosesAClientWhoseQueuePassesItsBound(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		limits gateway.Limits
+		full   func(frames, bytes int) bool
+	}{
+		{"frames", gateway.Limits{SendQueue: 4, SendQueueBytes: 64 << 20}, func(frames, _ int) bool { return frames == 4 }},
+		{"bytes", gateway.Limits{SendQueue: 256, SendQueueBytes: 512 << 10}, func(frames, bytes int) bool { return frames < 256 && bytes > (512<<10)-eventSize }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.limits.WriteTimeout = time.Minute // the queue's bound closes it, not a stuck write
+			w := newGWWorld(t, tc.limits)
+			healthy := w.dial(gwTokenAna)
+			healthy.welcome()
+			healthy.watchLive("w1", "s1")
+
+			ctx, cancel := context.WithTimeout(context.Background(), fgPatience)
+			defer cancel()
+			slow, _, err := websocket.Dial(ctx, w.url+"?token="+gwTokenAna, nil)
+			require.NoError(t, err)
+			slow.SetReadLimit(16 << 20)
+			t.Cleanup(func() { _ = slow.CloseNow() })
+			require.NoError(t, slow.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","protocol":2,"client":"slow"}`)))
+			require.NoError(t, slow.Write(ctx, websocket.MessageText, []byte(`{"type":"watch","id":"w1","session":"s1"}`)))
+			for ready := false; !ready; {
+				_, data, err := slow.Read(ctx)
+				require.NoError(t, err)
+				ready = strings.Contains(string(data), `"type":"ready"`)
+			}
+
+			// The slow Client reads no more. 10 MB of events fill the
+			// sockets' buffers (a socket that is not read keeps its
+			// first, small receive window), then its queue; the healthy
+			// Client's last event says the gateway has handed every one
+			// out.
+			text := events.Text(strings.Repeat("x", eventSize))
+			last, err := w.sessions.Last(ctx, "s1")
+			require.NoError(t, err)
+			for i := range 50 {
+				actx, cancel := context.WithTimeout(context.Background(), fgPatience)
+				last, err = w.sessions.Append(actx, "s1", last, events.New(time.Now().UTC(), &events.AssistantMessage{ID: fmt.Sprint("a", i), Content: text}))
+				cancel()
+				require.NoError(t, err)
+			}
+			healthy.take("the last event", func(f gwFrame) bool {
+				return f.Type == "events" && len(f.Events) > 0 && f.Events[len(f.Events)-1].Seq == last
+			})
+
+			for err == nil {
+				_, _, err = slow.Read(context.Background())
+			}
+			var closed websocket.CloseError
+			require.ErrorAs(t, err, &closed)
+			assert.Equal(t, websocket.StatusPolicyViolation, closed.Code)
+			var frames, bytes int
+			_, scanErr := fmt.Sscanf(closed.Reason, "too slow: %d frames (%d bytes) were waiting", &frames, &bytes)
+			require.NoError(t, scanErr, "reason %q", closed.Reason)
+			assert.True(t, tc.full(frames, bytes), "closed with %d frames, %d bytes waiting", frames, bytes)
+			healthy.alive("c1")
+		})
+	}
+}
+
+// eventSize is the text of each event of the live burst above.
+const eventSize = 200 << 10
