@@ -175,6 +175,11 @@ func (i *issuer) token(user string, sessions []string, ttl time.Duration, aud st
 	if aud != "" {
 		claims.Audience = jwt.Audience{aud}
 	}
+	return i.sign(claims, sessions)
+}
+
+// sign signs claims with the Sessions claim.
+func (i *issuer) sign(claims jwt.Claims, sessions []string) string {
 	raw, err := jwt.Signed(i.signer).Claims(claims).Claims(map[string]any{"sessions": sessions}).Serialize()
 	require.NoError(i.t, err)
 	return raw
@@ -219,6 +224,43 @@ func TestSignedTokenExpiryClosesTheConnection(t *testing.T) {
 	require.Equal(t, "welcome", f["type"], "%v", f)
 	msg := c.refused(string(CodeUnauthorized), closeUnauthorized)
 	assert.Contains(t, msg, "expired")
+}
+
+// A signed token lives at most the configured lifetime (24 h unless set),
+// counted from its iat, or from now when it has none: a token that expires
+// in 2100 is refused, with or without iat, and says why.
+func TestSignedTokenLifetimeIsCapped(t *testing.T) {
+	app := newIssuer(t, "k1")
+	base, _, _ := serveWith(t, func(c *Config) {
+		require.NoError(t, c.Tokens.WithJWT(context.Background(), JWTConfig{Key: app.publicPEM()}))
+	})
+	now := time.Now()
+	in2100 := jwt.NewNumericDate(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	for name, claims := range map[string]jwt.Claims{
+		"iat now, exp in 2100":  {Subject: "bea", IssuedAt: jwt.NewNumericDate(now), Expiry: in2100},
+		"no iat, exp in 2100":   {Subject: "bea", Expiry: in2100},
+		"iat now, exp in 25 h":  {Subject: "bea", IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(25 * time.Hour))},
+		"iat in 2099, exp 2100": {Subject: "bea", IssuedAt: jwt.NewNumericDate(time.Date(2099, 12, 31, 12, 0, 0, 0, time.UTC)), Expiry: in2100},
+	} {
+		msg := dial(t, base, app.sign(claims, []string{"s7"})).refused(string(CodeUnauthorized), closeUnauthorized)
+		if name != "iat in 2099, exp 2100" { // refused as issued in the future
+			assert.Contains(t, msg, "longer than the 24h0m0s this gateway accepts", name)
+		}
+	}
+	for name, claims := range map[string]jwt.Claims{
+		"iat an hour ago, exp in 23 h": {Subject: "bea", IssuedAt: jwt.NewNumericDate(now.Add(-time.Hour)), Expiry: jwt.NewNumericDate(now.Add(23 * time.Hour))},
+		"no iat, exp in 24 h":          {Subject: "bea", Expiry: jwt.NewNumericDate(now.Add(24 * time.Hour))},
+	} {
+		f, _ := dial(t, base, app.sign(claims, []string{"s7"})).next()
+		assert.Equal(t, "welcome", f["type"], "%s: %v", name, f)
+	}
+
+	short := time.Hour
+	base, _, _ = serveWith(t, func(c *Config) {
+		require.NoError(t, c.Tokens.WithJWT(context.Background(), JWTConfig{Key: app.publicPEM(), MaxLifetime: short}))
+	})
+	msg := dial(t, base, app.token("bea", []string{"s7"}, 2*time.Hour, "")).refused(string(CodeUnauthorized), closeUnauthorized)
+	assert.Contains(t, msg, "longer than the 1h0m0s this gateway accepts")
 }
 
 // Keys can come from the issuer's JWKS URL: fetched at start, and again

@@ -60,6 +60,7 @@ func main() {
 	fs.StringVar(&cfg.jwt.JWKSURL, "jwks-url", os.Getenv("HOLDOVER_GATEWAY_JWKS_URL"), "URL of the token issuer's key set, fetched at start and on rotation (env HOLDOVER_GATEWAY_JWKS_URL)")
 	fs.StringVar(&cfg.jwt.Issuer, "jwt-issuer", os.Getenv("HOLDOVER_GATEWAY_JWT_ISSUER"), "required iss claim of signed tokens")
 	fs.StringVar(&cfg.jwt.Audience, "jwt-audience", os.Getenv("HOLDOVER_GATEWAY_JWT_AUDIENCE"), "required aud claim of signed tokens")
+	fs.DurationVar(&cfg.jwt.MaxLifetime, "jwt-max-lifetime", gateway.DefaultMaxTokenLifetime, "longest a signed token may live (exp - iat, or exp - now without iat); longer ones are refused")
 	fs.Var(&cfg.origins, "origin", "extra browser origin allowed to open the WebSocket, e.g. app.example.com (repeatable)")
 	fs.DurationVar(&cfg.release, "claim-release", userquestions.DefaultReleaseBound, "how long a Client's claim outlives this gateway's NATS connection")
 	fs.StringVar(&cfg.metrics, "metrics-addr", gatewayproc.DefaultMetricsAddr, "address of /metrics and /healthz, apart from --listen (which never serves /metrics)")
