@@ -130,13 +130,15 @@ func (c *conn) readLoop(hello *time.Timer) {
 			return
 		}
 		f, err := c.readFrame(typ, r)
-		switch {
-		case errors.Is(err, errConnection):
+		if errors.Is(err, errConnection) {
 			return
-		case !releases(f.Type) && !c.limiter.Allow():
-			c.fail(f.ID, holdover.Newf(CodeRateLimited, "more than %g frames a second; this frame was dropped", c.s.lim.FramesPerSecond))
-		case !releases(f.Type) && !c.tokenAllows():
-			c.fail(f.ID, holdover.Newf(CodeRateLimited, "this token's connections sent more than %g frames a second together; this frame was dropped", c.s.lim.TokenFramesPerSecond))
+		}
+		limited, ended := c.pace(f)
+		switch {
+		case ended:
+			return
+		case limited != nil:
+			c.fail(f.ID, limited)
 		case err != nil:
 			c.fail(f.ID, err)
 		case f.Type == typeHello:
@@ -182,10 +184,36 @@ func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) (inFrame, error
 	return f, err
 }
 
+// pace takes one frame's share of the connection's rate and of its
+// token's. Every frame counts, whatever its type, well-formed or not. A
+// frame that starts something is refused (RATE_LIMITED) when no share is
+// left. One that only ends or answers something (releases) waits for its
+// share instead, and the connection is read no faster meanwhile: dropping
+// it would keep a claim or a request open (W4). ended reports that the
+// connection ended while it waited.
+func (c *conn) pace(f inFrame) (limited error, ended bool) {
+	if releases(f.Type) {
+		if c.limiter.Wait(c.ctx) != nil {
+			return nil, true
+		}
+		if c.tokenUse != nil && c.tokenUse.limiter.Wait(c.ctx) != nil {
+			return nil, true
+		}
+		return nil, false
+	}
+	if !c.limiter.Allow() {
+		return holdover.Newf(CodeRateLimited, "more than %g frames a second; this frame was dropped", c.s.lim.FramesPerSecond), false
+	}
+	if !c.tokenAllows() {
+		return holdover.Newf(CodeRateLimited, "this token's connections sent more than %g frames a second together; this frame was dropped", c.s.lim.TokenFramesPerSecond), false
+	}
+	return nil, false
+}
+
 // releases reports whether frames of typ only end or answer something the
-// gateway gave the Client. The rate limit never drops them: a dropped close
-// or outcome would keep a claim or a request open (W4), and each can only
-// go through once.
+// gateway gave the Client. The rate limit delays them but never drops
+// them: a dropped close or outcome would keep a claim or a request open
+// (W4), and each can only go through once.
 func releases(typ string) bool {
 	switch typ {
 	case typeClose, typeUnwatch, typeSettle, typeReject, typeDelegate:

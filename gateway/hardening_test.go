@@ -131,7 +131,7 @@ func TestTokenFrameRateIsShared(t *testing.T) {
 		f, _ := c.next()
 		require.Equal(t, "NOT_FOUND", f["code"], "within the token's budget: %v", f)
 	}
-	b.send(`{"type":"unwatch","id":"w9"}`) // ends something: never limited, and ignored
+	b.send(`{"type":"unwatch","id":"w9"}`) // ends something: it waits for the token's next share, never dropped
 	a.send(`{"type":"call","id":"c3","method":"nothing.here","params":{"session":"s1"}}`)
 	f, _ := a.next()
 	require.Equal(t, string(CodeRateLimited), f["code"], "%v", f)

@@ -122,9 +122,9 @@ func (p *gatewayProc) dial(t *testing.T, token string) *gwClient {
 // live event while the slow ones are stuck, and stays connected.
 func TestGatewayBoundsTheMemoryOfClientsThatStopReading(t *testing.T) {
 	const (
-		slowClients = 8
-		eventBytes  = 10 << 10
-		history     = 4000 // events of eventBytes: 40 MB
+		slowClients  = 8
+		eventBytes   = 10 << 10
+		history      = 4000 // events of eventBytes: 40 MB
 		writeTimeout = 20 * time.Second
 	)
 	queueBytes := float64(gateway.DefaultLimits().SendQueueBytes)
