@@ -87,6 +87,13 @@ type Limits struct {
 	// burst of 200.
 	TokenFramesPerSecond float64
 	TokenBurst           int
+	// MaxUnauthenticated and MaxUnauthenticatedPerIP bound the connections
+	// that have not said hello yet, in all and from one remote address
+	// (behind a reverse proxy every Client has the proxy's). One more is
+	// refused at the upgrade: 503 over the first, 429 over the second.
+	// 0 means 1024 and 32.
+	MaxUnauthenticated      int
+	MaxUnauthenticatedPerIP int
 }
 
 // DefaultLimits are the limits a zero Limits stands for.
@@ -121,6 +128,8 @@ func (l Limits) withDefaults() Limits {
 		l.TokenFramesPerSecond = 100
 	}
 	def(&l.TokenBurst, 200)
+	def(&l.MaxUnauthenticated, 1024)
+	def(&l.MaxUnauthenticatedPerIP, 32)
 	defDur(&l.HelloTimeout, 10*time.Second)
 	defDur(&l.WriteTimeout, 10*time.Second)
 	defDur(&l.CallTimeout, 10*time.Second)

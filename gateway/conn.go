@@ -32,6 +32,9 @@ type conn struct {
 	limiter *rate.Limiter
 	// urlToken is the token of the /ws?token= address, checked at hello.
 	urlToken string
+	// authenticated counts the connection out of those that have not
+	// said hello (once; the server calls it again when the socket ends).
+	authenticated func()
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -273,6 +276,7 @@ func (c *conn) hello(f inFrame) bool {
 	c.grant = grant
 	c.protocol.Store(int32(protocol))
 	c.said.Store(true)
+	c.authenticated()
 	c.log = c.log.With("user", grant.User)
 	c.send(encodeFrame(welcomeFrame{Type: typeWelcome, Protocol: protocol, ClientID: c.id, User: grant.User, Sessions: grant.Sessions}))
 	return true

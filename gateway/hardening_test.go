@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -284,4 +287,68 @@ func TestSignedTokensFromAJWKSURL(t *testing.T) {
 	verifier.mu.Unlock()
 	f, _ = dial(t, base, rotated.token("bea", []string{"*"}, time.Minute, "")).next()
 	require.Equal(t, "welcome", f["type"], "a token of the rotated key: %v", f)
+}
+
+// Connections that have not said hello are bounded in all and per remote
+// address: one more is refused at the upgrade, 429 over the address's cap
+// and 503 over the gateway's, and counted; a hello, or a socket that
+// ends, makes room.
+func TestConnectionsBeforeHelloAreCapped(t *testing.T) {
+	base, srv, _ := serveWith(t, func(c *Config) {
+		c.Limits.MaxUnauthenticated, c.Limits.MaxUnauthenticatedPerIP = 3, 2
+	})
+	url := strings.Replace(base, "http", "ws", 1) + "/ws"
+	// Loopback takes every 127.x address: each from stands for a host.
+	open := func(from string) (*websocket.Conn, int) {
+		t.Helper()
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}})
+		if err != nil {
+			require.NotNil(t, resp, "%v", err)
+			return nil, resp.StatusCode
+		}
+		t.Cleanup(func() { _ = ws.CloseNow() })
+		return ws, http.StatusSwitchingProtocols
+	}
+	waiting := func() float64 { return sample(srv.m.unauthenticated).GetGauge().GetValue() }
+
+	a1, status := open("127.0.0.1")
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+	_, status = open("127.0.0.1")
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+	_, status = open("127.0.0.1")
+	require.Equal(t, http.StatusTooManyRequests, status, "a third from one address")
+	b1, status := open("127.0.0.2")
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+	_, status = open("127.0.0.3")
+	require.Equal(t, http.StatusServiceUnavailable, status, "a fourth in all")
+	require.Equal(t, 3.0, waiting())
+
+	hello := &client{t: t, ws: a1}
+	hello.send(`{"type":"hello","protocol":2,"client":"test","token":"t"}`)
+	f, _ := hello.next()
+	require.Equal(t, "welcome", f["type"])
+	require.Equal(t, 2.0, waiting(), "a hello counts the connection out")
+	_, status = open("127.0.0.1")
+	require.Equal(t, http.StatusSwitchingProtocols, status, "room for one more from the address that said hello")
+
+	_ = b1.CloseNow()
+	require.Eventually(t, func() bool { return waiting() == 2 }, patience, 10*time.Millisecond, "a socket that ends makes room")
+	_, status = open("127.0.0.3")
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+
+	refused := srv.m.unauthRefused
+	assert.Equal(t, 1.0, sample(refused.WithLabelValues("ip")).GetCounter().GetValue())
+	assert.Equal(t, 1.0, sample(refused.WithLabelValues("global")).GetCounter().GetValue())
+}
+
+// sample reads one metric's value.
+func sample(m prometheus.Metric) *dto.Metric {
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		panic(err)
+	}
+	return &out
 }

@@ -26,6 +26,7 @@ type Server struct {
 	services map[string]*Service
 	hubs     *hubs
 	tokens   *tokenLimits
+	unauth   *unauthenticated
 	handler  http.Handler
 
 	// ctx ends when the server shuts down; every connection ends with it.
@@ -63,6 +64,7 @@ func New(cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hubs = newHubs(s)
 	s.tokens = newTokenLimits(s.lim)
+	s.unauth = newUnauthenticated(s.lim)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWebSocket)
@@ -143,6 +145,23 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.conns.Done()
+	ip := remoteIP(r)
+	if no := s.unauth.admit(ip); no != nil {
+		s.m.unauthRefused.WithLabelValues(no.scope).Inc()
+		s.log.Debug("connection refused before hello", "remote", r.RemoteAddr, "scope", no.scope)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, no.msg, no.status)
+		return
+	}
+	s.m.unauthenticated.Inc()
+	var once sync.Once
+	authenticated := func() {
+		once.Do(func() {
+			s.unauth.release(ip)
+			s.m.unauthenticated.Dec()
+		})
+	}
+	defer authenticated()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
@@ -153,6 +172,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(s.lim.hardFrameLimit())
 	c := newConn(s, ws, nuid.Next(), r.RemoteAddr, r.URL.Query().Get("token"))
+	c.authenticated = authenticated
 	c.run()
 }
 

@@ -114,6 +114,8 @@ func registerLimits(fs *flag.FlagSet, l *gateway.Limits) {
 	fs.IntVar(&l.SendQueue, "send-queue-frames", def.SendQueue, "frames that may wait to be written to one Client; a Client further behind is closed as too slow (1008)")
 	fs.IntVar(&l.SendQueueBytes, "send-queue-bytes", def.SendQueueBytes, "bytes that may wait to be written to one Client; a Client further behind is closed as too slow (1008)")
 	fs.DurationVar(&l.WriteTimeout, "write-timeout", def.WriteTimeout, "how long one write to a Client may wait; a Client that takes nothing for that long is closed as too slow (1008)")
+	fs.IntVar(&l.MaxUnauthenticated, "max-unauthenticated", def.MaxUnauthenticated, "connections that have not said hello yet, in all; one more is refused with 503")
+	fs.IntVar(&l.MaxUnauthenticatedPerIP, "max-unauthenticated-per-ip", def.MaxUnauthenticatedPerIP, "connections from one remote address that have not said hello yet (behind a reverse proxy, all of them); one more is refused with 429")
 }
 
 // loadTokens reads the static token table and sets up signed tokens, as
