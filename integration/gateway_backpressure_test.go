@@ -208,6 +208,8 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // A live frame that finds a Client's send queue full, in frames or in
 // bytes, closes the Client as too slow (1008), with the queue in the
 // reason, while a healthy Client of the same Session gets every event.
+// The healthy Client's last event says the gateway has handed every one
+// out, to the slow Client too.
 func TestGatewayClosesAClientWhoseQueuePassesItsBound(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -242,9 +244,9 @@ func TestGatewayClosesAClientWhoseQueuePassesItsBound(t *testing.T) {
 
 			// The slow Client reads no more. 10 MB of events fill the
 			// sockets' buffers (a socket that is not read keeps its
-			// first, small receive window), then its queue; the healthy
-			// Client's last event says the gateway has handed every one
-			// out.
+			// first, small receive window), then its queue. Each event is
+			// appended once the healthy Client has the one before, so
+			// the healthy Client never has more than one waiting.
 			text := events.Text(strings.Repeat("x", eventSize))
 			last, err := w.sessions.Last(ctx, "s1")
 			require.NoError(t, err)
@@ -253,13 +255,15 @@ func TestGatewayClosesAClientWhoseQueuePassesItsBound(t *testing.T) {
 				last, err = w.sessions.Append(actx, "s1", last, events.New(time.Now().UTC(), &events.AssistantMessage{ID: fmt.Sprint("a", i), Content: text}))
 				cancel()
 				require.NoError(t, err)
+				healthy.take(fmt.Sprint("event ", i), func(f gwFrame) bool {
+					return f.Type == "events" && len(f.Events) > 0 && f.Events[len(f.Events)-1].Seq == last
+				})
 			}
-			healthy.take("the last event", func(f gwFrame) bool {
-				return f.Type == "events" && len(f.Events) > 0 && f.Events[len(f.Events)-1].Seq == last
-			})
 
+			drain, cancelDrain := context.WithTimeout(context.Background(), fgPatience)
+			defer cancelDrain()
 			for err == nil {
-				_, _, err = slow.Read(context.Background())
+				_, _, err = slow.Read(drain)
 			}
 			var closed websocket.CloseError
 			require.ErrorAs(t, err, &closed)
