@@ -60,6 +60,10 @@ type conn struct {
 	room    chan struct{}
 	qclosed bool // teardown has counted the queue out
 	slow    atomic.Bool
+	// historyTurn is held by the watch whose history is being read: one
+	// at a time, so a Client that reads slowly costs one page of history
+	// however many Sessions it watches.
+	historyTurn chan struct{}
 
 	closeOnce   sync.Once
 	closeStatus websocket.StatusCode
@@ -88,18 +92,19 @@ var closeAfterFlush = []byte(nil)
 
 func newConn(s *Server, ws *websocket.Conn, id, remote, urlToken string) *conn {
 	c := &conn{
-		s:        s,
-		ws:       ws,
-		id:       id,
-		log:      s.log.With("client", id, "remote", remote),
-		limiter:  rate.NewLimiter(rate.Limit(s.lim.FramesPerSecond), s.lim.Burst),
-		urlToken: urlToken,
-		out:      make(chan []byte, s.lim.SendQueue),
-		wrote:    make(chan struct{}),
-		closed:   make(chan struct{}),
-		watches:  make(map[string]*watch),
-		requests: make(map[string]*heldRequest),
-		streams:  make(map[string]context.CancelFunc),
+		s:           s,
+		ws:          ws,
+		id:          id,
+		log:         s.log.With("client", id, "remote", remote),
+		limiter:     rate.NewLimiter(rate.Limit(s.lim.FramesPerSecond), s.lim.Burst),
+		urlToken:    urlToken,
+		out:         make(chan []byte, s.lim.SendQueue),
+		historyTurn: make(chan struct{}, 1),
+		wrote:       make(chan struct{}),
+		closed:      make(chan struct{}),
+		watches:     make(map[string]*watch),
+		requests:    make(map[string]*heldRequest),
+		streams:     make(map[string]context.CancelFunc),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	// Reads run without a context: cancelling one would drop the socket

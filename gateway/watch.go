@@ -52,11 +52,12 @@ type watch struct {
 // the log too.
 const (
 	maxHeld      = 1024
-	maxHeldBytes = 1 << 20
+	maxHeldBytes = 256 << 10
 )
 
 // History is read a page at a time and sent in frames of at most this
-// many events or bytes: a watch whose Client reads slowly holds one page.
+// many events or bytes, by one watch of a connection at a time: a
+// connection whose Client reads slowly holds one page.
 const (
 	historyEvents = 256
 	historyBytes  = 128 << 10
@@ -207,10 +208,16 @@ func (w *watch) catchUp() {
 		return
 	}
 	for {
+		select {
+		case w.c.historyTurn <- struct{}{}:
+		case <-w.c.ctx.Done():
+			return
+		}
 		w.mu.Lock()
 		after, stopped := w.after, w.stopped
 		w.mu.Unlock()
 		if stopped {
+			<-w.c.historyTurn
 			return
 		}
 		read := false
@@ -218,6 +225,7 @@ func (w *watch) catchUp() {
 			read = true
 			return w.sendPage(evts, bad)
 		})
+		<-w.c.historyTurn
 		if errors.Is(err, errGone) || w.c.ctx.Err() != nil {
 			return
 		}
