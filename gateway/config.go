@@ -91,7 +91,7 @@ type Limits struct {
 	// that have not said hello yet, in all and from one remote address
 	// (behind a reverse proxy every Client has the proxy's). One more is
 	// refused at the upgrade: 503 over the first, 429 over the second.
-	// 0 means 1024 and 32.
+	// 0 means 1024 and 128.
 	MaxUnauthenticated      int
 	MaxUnauthenticatedPerIP int
 }
@@ -129,7 +129,7 @@ func (l Limits) withDefaults() Limits {
 	}
 	def(&l.TokenBurst, 200)
 	def(&l.MaxUnauthenticated, 1024)
-	def(&l.MaxUnauthenticatedPerIP, 32)
+	def(&l.MaxUnauthenticatedPerIP, 128)
 	defDur(&l.HelloTimeout, 10*time.Second)
 	defDur(&l.WriteTimeout, 10*time.Second)
 	defDur(&l.CallTimeout, 10*time.Second)
