@@ -62,13 +62,13 @@ type Limits struct {
 	// MaxCalls bounds the RPC calls in progress on one connection. 0 means 16.
 	MaxCalls int
 	// SendQueue and SendQueueBytes bound what may wait to be written to
-	// one Client, in frames and in bytes (a frame larger than
-	// SendQueueBytes still goes out when nothing else waits). A live frame
-	// that finds no room closes the connection as too slow (1008); the
-	// Client reconnects and watches again from the last seq it has. A
-	// watch's history waits for room instead, a page at a time, so the
-	// memory a Client that stops reading costs is these bounds, not its
-	// Sessions' logs. 0 means 256 frames and 512 KiB.
+	// one Client, in frames and in bytes. A live frame that finds either
+	// reached closes the connection as too slow (1008); the Client
+	// reconnects and watches again from the last seq it has. A watch's
+	// history waits for room instead, a page at a time, in half of each
+	// bound (the other half is the live frames'), so the memory a Client
+	// that stops reading costs is these bounds, not its Sessions' logs.
+	// 0 means 256 frames and 512 KiB.
 	SendQueue      int
 	SendQueueBytes int
 	// HelloTimeout is how long a new connection has to say hello. 0 means 10 s.

@@ -468,7 +468,7 @@ const closeTooSlow = websocket.StatusPolicyViolation
 // and catches up by watching again from the last seq it has.
 func (c *conn) send(frame []byte) {
 	c.qmu.Lock()
-	ok := c.push(frame, false)
+	ok := c.push(frame, pushLive)
 	frames, bytes := len(c.out), c.qbytes
 	c.qmu.Unlock()
 	if !ok && c.ctx.Err() == nil {
@@ -477,13 +477,14 @@ func (c *conn) send(frame []byte) {
 }
 
 // sendWait queues a frame, waiting for room: for the Client's own bulk
-// replies (a watch's history, a page at a time), which may fill the queue
-// but must not cost the connection. It reports false once the connection
-// has ended.
+// replies (a watch's history, a page at a time), which must not cost the
+// connection. They take only the first half of the queue's bounds, so a
+// Client that reads keeps room for what happens live meanwhile. It reports
+// false once the connection has ended.
 func (c *conn) sendWait(frame []byte) bool {
 	for {
 		c.qmu.Lock()
-		ok := c.push(frame, false)
+		ok := c.push(frame, pushBulk)
 		if !ok && c.room == nil {
 			c.room = make(chan struct{})
 		}
@@ -500,11 +501,29 @@ func (c *conn) sendWait(frame []byte) bool {
 	}
 }
 
-// push puts frame in the queue when it has room: below SendQueue frames,
-// and below SendQueueBytes bytes unless the queue is empty or force is
-// set (the last frames before a close). c.qmu is held.
-func (c *conn) push(frame []byte, force bool) bool {
-	if c.qclosed || (!force && c.qbytes > 0 && c.qbytes+len(frame) > c.s.lim.SendQueueBytes) {
+// pushKind says how much of the queue a frame may take.
+type pushKind int
+
+const (
+	pushLive  pushKind = iota // up to the bounds
+	pushBulk                  // up to half the bounds: a history
+	pushFinal                 // the frame bound only: the last frames before a close
+)
+
+// push puts frame in the queue when it has room for its kind: while
+// fewer than SendQueue frames and SendQueueBytes bytes wait (half of each
+// for a bulk frame). The frame itself may go past the byte bound, so a
+// large view always has its turn: what waits is at most the bound and
+// one frame. c.qmu is held.
+func (c *conn) push(frame []byte, kind pushKind) bool {
+	frames, bytes := c.s.lim.SendQueue, c.s.lim.SendQueueBytes
+	if kind == pushBulk {
+		frames, bytes = max(frames/2, 1), bytes/2
+	}
+	switch {
+	case c.qclosed, len(c.out) >= frames:
+		return false
+	case kind != pushFinal && c.qbytes >= bytes:
 		return false
 	}
 	select {
@@ -552,8 +571,8 @@ func (c *conn) closeWith(status websocket.StatusCode, err error) {
 	c.setClose(status, holdover.Wire(err).Message)
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	c.push(errorOf("", err), true)
-	if !c.push(closeAfterFlush, true) {
+	c.push(errorOf("", err), pushFinal)
+	if !c.push(closeAfterFlush, pushFinal) {
 		c.cancel()
 	}
 }

@@ -172,8 +172,7 @@ func TestGatewayBoundsTheMemoryOfClientsThatStopReading(t *testing.T) {
 	queued := 0.0
 	require.Eventually(t, func() bool {
 		queued = scrape(t, gw.metrics, "holdover_gateway_send_queue_bytes")
-		// A stalled history waits for room for its next frame, a quarter
-		// of the queue's bound at most: each queue holds over half of it.
+		// A stalled history waits while half the queue's bound waits.
 		return queued >= slowClients*queueBytes/2
 	}, fgPatience, 50*time.Millisecond, "the slow Clients' queues never filled")
 	slowRSS := gw.rss(t)
@@ -218,7 +217,7 @@ func TestGatewayClosesAClientWhoseQueuePassesItsBound(t *testing.T) {
 		full   func(frames, bytes int) bool
 	}{
 		{"frames", gateway.Limits{SendQueue: 4, SendQueueBytes: 64 << 20}, func(frames, _ int) bool { return frames == 4 }},
-		{"bytes", gateway.Limits{SendQueue: 256, SendQueueBytes: 512 << 10}, func(frames, bytes int) bool { return frames < 256 && bytes > (512<<10)-eventSize }},
+		{"bytes", gateway.Limits{SendQueue: 256, SendQueueBytes: 512 << 10}, func(frames, bytes int) bool { return frames < 256 && bytes >= 512<<10 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -279,3 +278,36 @@ func TestGatewayClosesAClientWhoseQueuePassesItsBound(t *testing.T) {
 
 // eventSize is the text of each event of the live burst above.
 const eventSize = 200 << 10
+
+// A Client that reads is never closed for its own history: the history
+// fills half its queue at most, and what happens live meanwhile (here the
+// results of calls sent while a 3 MB history loads) has the other half.
+func TestGatewayKeepsRoomForLiveFramesWhileAHistoryLoads(t *testing.T) {
+	t.Parallel()
+	w := newGWWorld(t, gateway.Limits{})
+	ctx := context.Background()
+	text := events.Text(strings.Repeat("x", 10<<10))
+	last, err := w.sessions.Last(ctx, "s1")
+	require.NoError(t, err)
+	for i := range 300 {
+		last, err = w.sessions.Append(ctx, "s1", last, events.New(time.Now().UTC(), &events.AssistantMessage{ID: fmt.Sprint("a", i), Content: text}))
+		require.NoError(t, err)
+	}
+	c := w.dial(gwTokenAna)
+	c.welcome()
+	c.send(map[string]any{"type": "watch", "id": "w1", "session": "s1", "fromSeq": 1})
+	calls := gateway.DefaultLimits().MaxCalls // all in progress at once
+	for i := range calls {
+		c.send(map[string]any{"type": "call", "id": fmt.Sprint("c", i), "method": "userQuestions.view", "params": map[string]any{"session": "s1"}})
+	}
+	c.take("the ready frame", gwTypeID("ready", "w1"))
+	for i := range calls {
+		c.take(fmt.Sprint("the result of c", i), gwTypeID("result", fmt.Sprint("c", i)))
+	}
+	read := 0
+	for _, f := range c.framesSnapshot() {
+		read += len(f.Events)
+	}
+	assert.Equal(t, 300, read, "the whole history")
+	c.alive("c-after")
+}
