@@ -52,14 +52,15 @@ type conn struct {
 	// writer reads it to know whether it may batch frames.
 	protocol atomic.Int32
 
-	// q is what waits in out: its bytes, and room, a channel closed (and
+	// What waits in out, guarded by qmu, under which every frame enters
+	// it: qbytes are its bytes, and room is a channel closed (and
 	// forgotten) when the writer takes a frame while a history waits for
-	// room. Every frame enters out under qmu.
+	// room.
 	qmu     sync.Mutex
 	qbytes  int
 	room    chan struct{}
-	qclosed bool // teardown has counted the queue out
-	slow    atomic.Bool
+	qclosed bool        // teardown has counted the queue out
+	slow    atomic.Bool // the Client was closed as too slow (counted once)
 	// historyTurn is held by the watch whose history is being read: one
 	// at a time, so a Client that reads slowly costs one page of history
 	// however many Sessions it watches.
