@@ -32,8 +32,8 @@ type Config struct {
 	// OriginPatterns are the extra browser origins allowed to open the
 	// WebSocket; the gateway's own host is always allowed.
 	OriginPatterns []string
-	// Metrics receives the gateway's collectors and is what /metrics
-	// serves; nil makes a fresh set. The collectors register once, so give
+	// Metrics receives the gateway's collectors and is what
+	// MetricsHandler serves; nil makes a fresh set. The collectors register once, so give
 	// each Server its own, or share one set with the process's other
 	// components (holdover dev).
 	Metrics *ops.Metrics
@@ -61,14 +61,21 @@ type Limits struct {
 	MaxStreams int
 	// MaxCalls bounds the RPC calls in progress on one connection. 0 means 16.
 	MaxCalls int
-	// SendQueue is how many frames may wait to be written to one Client.
-	// A Client that falls further behind is disconnected; it reconnects and
-	// watches again from the last seq it has. A watch's history waits for
-	// room instead, so this bounds live bursts only. 0 means 256.
-	SendQueue int
+	// SendQueue and SendQueueBytes bound what may wait to be written to
+	// one Client, in frames and in bytes. A live frame that finds either
+	// reached closes the connection as too slow (1008); the Client
+	// reconnects and watches again from the last seq it has. A watch's
+	// history waits for room instead, a page at a time, in half of each
+	// bound (the other half is the live frames'), so the memory a Client
+	// that stops reading costs is these bounds, not its Sessions' logs.
+	// 0 means 256 frames and 512 KiB.
+	SendQueue      int
+	SendQueueBytes int
 	// HelloTimeout is how long a new connection has to say hello. 0 means 10 s.
 	HelloTimeout time.Duration
-	// WriteTimeout bounds writing one frame. 0 means 10 s.
+	// WriteTimeout bounds writing one message: a Client that takes
+	// nothing for that long has stopped reading and is closed as too slow
+	// (1008). 0 means 10 s.
 	WriteTimeout time.Duration
 	// CallTimeout bounds one RPC call. 0 means 10 s.
 	CallTimeout time.Duration
@@ -80,7 +87,17 @@ type Limits struct {
 	// burst of 200.
 	TokenFramesPerSecond float64
 	TokenBurst           int
+	// MaxUnauthenticated and MaxUnauthenticatedPerIP bound the connections
+	// that have not said hello yet, in all and from one remote address
+	// (behind a reverse proxy every Client has the proxy's). One more is
+	// refused at the upgrade: 503 over the first, 429 over the second.
+	// 0 means 1024 and 128.
+	MaxUnauthenticated      int
+	MaxUnauthenticatedPerIP int
 }
+
+// DefaultLimits are the limits a zero Limits stands for.
+func DefaultLimits() Limits { return Limits{}.withDefaults() }
 
 // withDefaults fills in the zero fields.
 func (l Limits) withDefaults() Limits {
@@ -105,11 +122,14 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxStreams, 64)
 	def(&l.MaxCalls, 16)
 	def(&l.SendQueue, 256)
+	def(&l.SendQueueBytes, 512<<10)
 	def(&l.MaxConnsPerToken, 16)
 	if l.TokenFramesPerSecond <= 0 {
 		l.TokenFramesPerSecond = 100
 	}
 	def(&l.TokenBurst, 200)
+	def(&l.MaxUnauthenticated, 1024)
+	def(&l.MaxUnauthenticatedPerIP, 128)
 	defDur(&l.HelloTimeout, 10*time.Second)
 	defDur(&l.WriteTimeout, 10*time.Second)
 	defDur(&l.CallTimeout, 10*time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -18,9 +19,11 @@ import (
 )
 
 // conn is one Client's WebSocket. Its read loop handles frames in order;
-// everything it sends goes through one bounded queue to one writer, so
-// frames to a Client never interleave and a slow Client never holds up a
-// Session's other Clients: when its queue is full it is disconnected.
+// everything it sends goes through one queue, bounded in frames and in
+// bytes, to one writer, so frames to a Client never interleave and a slow
+// Client never holds up a Session's other Clients nor grows the gateway:
+// when a live frame finds its queue full, or a write waits too long, it is
+// disconnected.
 type conn struct {
 	s       *Server
 	ws      *websocket.Conn
@@ -29,6 +32,9 @@ type conn struct {
 	limiter *rate.Limiter
 	// urlToken is the token of the /ws?token= address, checked at hello.
 	urlToken string
+	// authenticated counts the connection out of those that have not
+	// said hello (once; the server calls it again when the socket ends).
+	authenticated func()
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -45,6 +51,20 @@ type conn struct {
 	// protocol is the version spoken on the connection, set by hello; the
 	// writer reads it to know whether it may batch frames.
 	protocol atomic.Int32
+
+	// What waits in out, guarded by qmu, under which every frame enters
+	// it: qbytes are its bytes, and room is a channel closed (and
+	// forgotten) when the writer takes a frame while a history waits for
+	// room.
+	qmu     sync.Mutex
+	qbytes  int
+	room    chan struct{}
+	qclosed bool        // teardown has counted the queue out
+	slow    atomic.Bool // the Client was closed as too slow (counted once)
+	// historyTurn is held by the watch whose history is being read: one
+	// at a time, so a Client that reads slowly costs one page of history
+	// however many Sessions it watches.
+	historyTurn chan struct{}
 
 	closeOnce   sync.Once
 	closeStatus websocket.StatusCode
@@ -73,18 +93,19 @@ var closeAfterFlush = []byte(nil)
 
 func newConn(s *Server, ws *websocket.Conn, id, remote, urlToken string) *conn {
 	c := &conn{
-		s:        s,
-		ws:       ws,
-		id:       id,
-		log:      s.log.With("client", id, "remote", remote),
-		limiter:  rate.NewLimiter(rate.Limit(s.lim.FramesPerSecond), s.lim.Burst),
-		urlToken: urlToken,
-		out:      make(chan []byte, s.lim.SendQueue),
-		wrote:    make(chan struct{}),
-		closed:   make(chan struct{}),
-		watches:  make(map[string]*watch),
-		requests: make(map[string]*heldRequest),
-		streams:  make(map[string]context.CancelFunc),
+		s:           s,
+		ws:          ws,
+		id:          id,
+		log:         s.log.With("client", id, "remote", remote),
+		limiter:     rate.NewLimiter(rate.Limit(s.lim.FramesPerSecond), s.lim.Burst),
+		urlToken:    urlToken,
+		out:         make(chan []byte, s.lim.SendQueue),
+		historyTurn: make(chan struct{}, 1),
+		wrote:       make(chan struct{}),
+		closed:      make(chan struct{}),
+		watches:     make(map[string]*watch),
+		requests:    make(map[string]*heldRequest),
+		streams:     make(map[string]context.CancelFunc),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	// Reads run without a context: cancelling one would drop the socket
@@ -118,13 +139,15 @@ func (c *conn) readLoop(hello *time.Timer) {
 			return
 		}
 		f, err := c.readFrame(typ, r)
-		switch {
-		case errors.Is(err, errConnection):
+		if errors.Is(err, errConnection) {
 			return
-		case !releases(f.Type) && !c.limiter.Allow():
-			c.fail(f.ID, holdover.Newf(CodeRateLimited, "more than %g frames a second; this frame was dropped", c.s.lim.FramesPerSecond))
-		case !releases(f.Type) && !c.tokenAllows():
-			c.fail(f.ID, holdover.Newf(CodeRateLimited, "this token's connections sent more than %g frames a second together; this frame was dropped", c.s.lim.TokenFramesPerSecond))
+		}
+		limited, ended := c.pace(f)
+		switch {
+		case ended:
+			return
+		case limited != nil:
+			c.fail(f.ID, limited)
 		case err != nil:
 			c.fail(f.ID, err)
 		case f.Type == typeHello:
@@ -170,10 +193,36 @@ func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) (inFrame, error
 	return f, err
 }
 
+// pace takes one frame's share of the connection's rate and of its
+// token's. Every frame counts, whatever its type, well-formed or not. A
+// frame that starts something is refused (RATE_LIMITED) when no share is
+// left. One that only ends or answers something (releases) waits for its
+// share instead, and the connection is read no faster meanwhile: dropping
+// it would keep a claim or a request open (W4). ended reports that the
+// connection ended while it waited.
+func (c *conn) pace(f inFrame) (limited error, ended bool) {
+	if releases(f.Type) {
+		if c.limiter.Wait(c.ctx) != nil {
+			return nil, true
+		}
+		if c.tokenUse != nil && c.tokenUse.limiter.Wait(c.ctx) != nil {
+			return nil, true
+		}
+		return nil, false
+	}
+	if !c.limiter.Allow() {
+		return holdover.Newf(CodeRateLimited, "more than %g frames a second; this frame was dropped", c.s.lim.FramesPerSecond), false
+	}
+	if !c.tokenAllows() {
+		return holdover.Newf(CodeRateLimited, "this token's connections sent more than %g frames a second together; this frame was dropped", c.s.lim.TokenFramesPerSecond), false
+	}
+	return nil, false
+}
+
 // releases reports whether frames of typ only end or answer something the
-// gateway gave the Client. The rate limit never drops them: a dropped close
-// or outcome would keep a claim or a request open (W4), and each can only
-// go through once.
+// gateway gave the Client. The rate limit delays them but never drops
+// them: a dropped close or outcome would keep a claim or a request open
+// (W4), and each can only go through once.
 func releases(typ string) bool {
 	switch typ {
 	case typeClose, typeUnwatch, typeSettle, typeReject, typeDelegate:
@@ -233,6 +282,7 @@ func (c *conn) hello(f inFrame) bool {
 	c.grant = grant
 	c.protocol.Store(int32(protocol))
 	c.said.Store(true)
+	c.authenticated()
 	c.log = c.log.With("user", grant.User)
 	c.send(encodeFrame(welcomeFrame{Type: typeWelcome, Protocol: protocol, ClientID: c.id, User: grant.User, Sessions: grant.Sessions}))
 	return true
@@ -411,30 +461,103 @@ func (c *conn) goTask(f func()) bool {
 	return true
 }
 
-// send queues a frame without waiting. A Client whose queue is full has
-// fallen too far behind: it is disconnected, and catches up by watching
-// again from the last seq it has.
+// closeTooSlow is the close code of a Client that stopped reading.
+const closeTooSlow = websocket.StatusPolicyViolation
+
+// send queues a frame without waiting. A Client whose queue has no room,
+// in frames or in bytes, has fallen too far behind: it is disconnected,
+// and catches up by watching again from the last seq it has.
 func (c *conn) send(frame []byte) {
-	select {
-	case c.out <- frame:
-	case <-c.ctx.Done():
-	default:
-		c.s.m.dropped.Inc()
-		c.log.Warn("client too slow; disconnecting", "queued", len(c.out))
-		c.abort(websocket.StatusPolicyViolation, "too slow: too many frames waiting")
+	c.qmu.Lock()
+	ok := c.push(frame, pushLive)
+	frames, bytes := len(c.out), c.qbytes
+	c.qmu.Unlock()
+	if !ok && c.ctx.Err() == nil {
+		c.tooSlow(fmt.Sprintf("too slow: %d frames (%d bytes) were waiting", frames, bytes))
 	}
 }
 
 // sendWait queues a frame, waiting for room: for the Client's own bulk
-// replies (a watch's history), which may fill the queue but must not cost
-// the connection.
+// replies (a watch's history, a page at a time), which must not cost the
+// connection. They take only the first half of the queue's bounds, so a
+// Client that reads keeps room for what happens live meanwhile. It reports
+// false once the connection has ended.
 func (c *conn) sendWait(frame []byte) bool {
-	select {
-	case c.out <- frame:
-		return true
-	case <-c.ctx.Done():
+	for {
+		c.qmu.Lock()
+		ok := c.push(frame, pushBulk)
+		if !ok && c.room == nil {
+			c.room = make(chan struct{})
+		}
+		room := c.room
+		c.qmu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-room:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+}
+
+// pushKind says how much of the queue a frame may take.
+type pushKind int
+
+const (
+	pushLive  pushKind = iota // up to the bounds
+	pushBulk                  // up to half the bounds: a history
+	pushFinal                 // the frame bound only: the last frames before a close
+)
+
+// push puts frame in the queue when it has room for its kind: while
+// fewer than SendQueue frames and SendQueueBytes bytes wait (half of each
+// for a bulk frame). The frame itself may go past the byte bound, so a
+// large view always has its turn: what waits is at most the bound and
+// one frame. c.qmu is held.
+func (c *conn) push(frame []byte, kind pushKind) bool {
+	frames, bytes := c.s.lim.SendQueue, c.s.lim.SendQueueBytes
+	if kind == pushBulk {
+		frames, bytes = max(frames/2, 1), bytes/2
+	}
+	switch {
+	case c.qclosed, len(c.out) >= frames:
+		return false
+	case kind != pushFinal && c.qbytes >= bytes:
 		return false
 	}
+	select {
+	case c.out <- frame:
+	default:
+		return false
+	}
+	c.qbytes += len(frame)
+	c.s.m.queuedBytes.Add(float64(len(frame)))
+	return true
+}
+
+// took counts frame out of the queue, which the writer has taken, and
+// wakes the histories waiting for room.
+func (c *conn) took(frame []byte) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	c.qbytes -= len(frame)
+	c.s.m.queuedBytes.Sub(float64(len(frame)))
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+}
+
+// tooSlow disconnects a Client that stopped reading, once.
+func (c *conn) tooSlow(reason string) {
+	if !c.slow.CompareAndSwap(false, true) {
+		return
+	}
+	c.s.m.dropped.Inc()
+	c.log.Warn("client too slow; disconnecting", "reason", reason)
+	c.abort(closeTooSlow, reason)
 }
 
 // fail tells the Client a frame was refused; the connection goes on.
@@ -447,13 +570,10 @@ func (c *conn) fail(id string, err error) {
 func (c *conn) closeWith(status websocket.StatusCode, err error) {
 	c.s.metrics.Error("gateway", err)
 	c.setClose(status, holdover.Wire(err).Message)
-	select {
-	case c.out <- errorOf("", err):
-	default:
-	}
-	select {
-	case c.out <- closeAfterFlush:
-	default:
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	c.push(errorOf("", err), pushFinal)
+	if !c.push(closeAfterFlush, pushFinal) {
 		c.cancel()
 	}
 }
@@ -475,10 +595,23 @@ func (c *conn) abort(status websocket.StatusCode, reason string) {
 }
 
 // closeSocket runs once the connection's context has ended: it closes the
-// socket with the recorded status, which also ends the read loop.
+// socket with the recorded status, which also ends the read loop. A write
+// under way finishes first, so the close frame follows the frames already
+// on their way and a slow Client that reads again learns why it was
+// closed; a write still stuck a write timeout later is cut, and the socket
+// with it.
 func (c *conn) closeSocket() {
 	defer close(c.closed)
 	c.setClose(websocket.StatusGoingAway, "the gateway is shutting down")
+	stuck := time.NewTimer(c.s.lim.WriteTimeout)
+	defer stuck.Stop()
+	select {
+	case <-c.wrote:
+	case <-stuck.C:
+		c.log.Debug("a write outlived the close; cutting the socket")
+		_ = c.ws.CloseNow()
+		return
+	}
 	if err := c.ws.Close(c.closeStatus, c.closeReason); err != nil {
 		c.log.Debug("close websocket", "err", err)
 	}
@@ -492,31 +625,29 @@ func (c *conn) closeSocket() {
 // busy connection one write for all it has rather than one per frame.
 //
 // One timer bounds each write, armed before it and stopped after: a write
-// that outlasts Limits.WriteTimeout (a Client that stopped reading while
-// little is sent to it) ends the connection. A context per frame did the
-// same at a sixth of the writer's time under a burst of requests.
+// that outlasts Limits.WriteTimeout (a Client that stopped reading) closes
+// the connection as too slow. A context per frame did the same at a sixth
+// of the writer's time under a burst of requests.
 //
-// Writes run under a context only that timer ends, not the connection's:
-// the websocket library drops the socket without a close frame when a
-// write's context ends, so a shutdown during a write would otherwise cut
-// the Client off without "going away".
+// Writes run under no context: the websocket library drops the socket
+// without a close frame when a write's context ends. The writer stops
+// once the connection's context ends, after the write under way, which
+// closeSocket waits for.
 func (c *conn) writeLoop() {
 	defer close(c.wrote)
-	writes, cut := context.WithCancel(context.Background())
-	defer cut()
 	stuck := time.AfterFunc(c.s.lim.WriteTimeout, func() {
-		c.abort(websocket.StatusGoingAway, "write timed out")
-		cut()
+		c.tooSlow(fmt.Sprintf("too slow: a write waited %s", c.s.lim.WriteTimeout))
 	})
 	stuck.Stop()
 	defer stuck.Stop()
-	for {
+	for c.ctx.Err() == nil {
 		select {
 		case frame := <-c.out:
+			c.took(frame)
 			msg, frames, closing := c.batch(frame)
 			if frames > 0 {
 				stuck.Reset(c.s.lim.WriteTimeout)
-				err := c.ws.Write(writes, websocket.MessageText, msg.data)
+				err := c.ws.Write(context.Background(), websocket.MessageText, msg.data)
 				stuck.Stop()
 				msg.release()
 				if err != nil {
@@ -559,6 +690,7 @@ func (c *conn) batch(first []byte) (msg message, frames int, closing bool) {
 	for len(msg.data) < maxBatchBytes && !closing {
 		select {
 		case f := <-c.out:
+			c.took(f)
 			if closing = f == nil; !closing {
 				msg.data = append(append(msg.data, ','), f...)
 				frames++
@@ -621,5 +753,9 @@ func (c *conn) teardown() {
 	}
 	c.delegate(c.dropRequests(""))
 
+	c.qmu.Lock()
+	c.qclosed = true
+	c.s.m.queuedBytes.Sub(float64(c.qbytes))
+	c.qmu.Unlock()
 	<-c.closed
 }

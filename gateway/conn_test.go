@@ -2,20 +2,23 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover/ops"
 )
 
 // queued is a connection speaking protocol with frames already waiting
 // behind the one its writer has just taken.
 func queued(protocol int, frames ...[]byte) *conn {
-	c := &conn{out: make(chan []byte, 16)}
+	c := &conn{s: &Server{lim: Limits{}.withDefaults(), m: newGatewayMetrics(ops.NewMetrics())}, out: make(chan []byte, 16)}
 	c.protocol.Store(int32(protocol))
 	for _, f := range frames {
-		c.out <- f
+		c.push(f, pushFinal)
 	}
 	return c
 }
@@ -71,4 +74,61 @@ func TestBatchIsBounded(t *testing.T) {
 	require.NoError(t, json.Unmarshal(msg.data, &frames))
 	assert.Equal(t, 2, n)
 	assert.Len(t, frames, 2)
+}
+
+// The send queue is bounded in frames and in bytes: a frame that finds
+// either bound reached is refused; the frame itself may go past the byte
+// bound. A history takes only half of each bound, and waits for room
+// there, going on as soon as the writer takes a frame.
+func TestSendQueueIsBoundedInFramesAndBytes(t *testing.T) {
+	c := queued(2)
+	c.s.lim.SendQueue, c.s.lim.SendQueueBytes = 4, 100
+	c.out = make(chan []byte, c.s.lim.SendQueue)
+	frame := func(n int) []byte { return bytes.Repeat([]byte("x"), n) }
+	drain := func() {
+		for len(c.out) > 0 {
+			c.took(<-c.out)
+		}
+	}
+
+	require.True(t, c.push(frame(300), pushLive), "a frame over the byte bound goes when less waits")
+	require.False(t, c.push(frame(1), pushLive), "and nothing goes behind it")
+	drain()
+
+	for range 4 {
+		require.True(t, c.push(frame(10), pushLive))
+	}
+	require.False(t, c.push(frame(10), pushLive), "the frame bound")
+	require.Equal(t, 40, c.qbytes)
+	drain()
+	require.True(t, c.push(frame(60), pushLive))
+	require.True(t, c.push(frame(60), pushLive), "60 bytes wait: room for one more")
+	require.False(t, c.push(frame(1), pushLive), "the byte bound")
+	require.True(t, c.push(frame(60), pushFinal), "the last frames before a close skip the byte bound")
+	drain()
+
+	for range 2 {
+		require.True(t, c.push(frame(10), pushBulk))
+	}
+	require.False(t, c.push(frame(10), pushBulk), "a history takes half the frames")
+	require.True(t, c.push(frame(10), pushLive), "and leaves the rest to live frames")
+	drain()
+	require.True(t, c.push(frame(50), pushBulk))
+	require.False(t, c.push(frame(10), pushBulk), "a history takes half the bytes")
+	require.True(t, c.push(frame(40), pushLive))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.ctx = ctx
+	sent := make(chan bool)
+	go func() { sent <- c.sendWait(frame(40)) }()
+	c.took(<-c.out)
+	c.took(<-c.out)
+	require.True(t, <-sent, "a waiting history goes once the writer took frames")
+	require.Equal(t, 40, c.qbytes)
+	require.True(t, c.push(frame(10), pushBulk))
+
+	go func() { sent <- c.sendWait(frame(40)) }()
+	cancel()
+	require.False(t, <-sent, "and gives up when the connection ends")
 }

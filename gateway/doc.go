@@ -1,6 +1,7 @@
 // Package gateway is the Client transport of Holdover: an HTTP server
-// that serves the web UI, /healthz and /metrics, and a WebSocket endpoint
-// (/ws) speaking the generic JSON protocol of docs/protocol.md.
+// that serves the web UI, /healthz, and a WebSocket endpoint (/ws)
+// speaking the generic JSON protocol of docs/protocol.md; /metrics is
+// served apart (Server.MetricsHandler), never on the UI's port.
 //
 // It owns connections, access tokens (static ones from a file, and
 // short-lived signed ones verified against a key or a JWKS URL, whose

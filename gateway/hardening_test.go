@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -131,7 +134,7 @@ func TestTokenFrameRateIsShared(t *testing.T) {
 		f, _ := c.next()
 		require.Equal(t, "NOT_FOUND", f["code"], "within the token's budget: %v", f)
 	}
-	b.send(`{"type":"unwatch","id":"w9"}`) // ends something: never limited, and ignored
+	b.send(`{"type":"unwatch","id":"w9"}`) // ends something: it waits for the token's next share, never dropped
 	a.send(`{"type":"call","id":"c3","method":"nothing.here","params":{"session":"s1"}}`)
 	f, _ := a.next()
 	require.Equal(t, string(CodeRateLimited), f["code"], "%v", f)
@@ -175,6 +178,11 @@ func (i *issuer) token(user string, sessions []string, ttl time.Duration, aud st
 	if aud != "" {
 		claims.Audience = jwt.Audience{aud}
 	}
+	return i.sign(claims, sessions)
+}
+
+// sign signs claims with the Sessions claim.
+func (i *issuer) sign(claims jwt.Claims, sessions []string) string {
 	raw, err := jwt.Signed(i.signer).Claims(claims).Claims(map[string]any{"sessions": sessions}).Serialize()
 	require.NoError(i.t, err)
 	return raw
@@ -221,6 +229,43 @@ func TestSignedTokenExpiryClosesTheConnection(t *testing.T) {
 	assert.Contains(t, msg, "expired")
 }
 
+// A signed token lives at most the configured lifetime (24 h unless set),
+// counted from its iat, or from now when it has none: a token that expires
+// in 2100 is refused, with or without iat, and says why.
+func TestSignedTokenLifetimeIsCapped(t *testing.T) {
+	app := newIssuer(t, "k1")
+	base, _, _ := serveWith(t, func(c *Config) {
+		require.NoError(t, c.Tokens.WithJWT(context.Background(), JWTConfig{Key: app.publicPEM()}))
+	})
+	now := time.Now()
+	in2100 := jwt.NewNumericDate(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
+	for name, claims := range map[string]jwt.Claims{
+		"iat now, exp in 2100":  {Subject: "bea", IssuedAt: jwt.NewNumericDate(now), Expiry: in2100},
+		"no iat, exp in 2100":   {Subject: "bea", Expiry: in2100},
+		"iat now, exp in 25 h":  {Subject: "bea", IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(25 * time.Hour))},
+		"iat in 2099, exp 2100": {Subject: "bea", IssuedAt: jwt.NewNumericDate(time.Date(2099, 12, 31, 12, 0, 0, 0, time.UTC)), Expiry: in2100},
+	} {
+		msg := dial(t, base, app.sign(claims, []string{"s7"})).refused(string(CodeUnauthorized), closeUnauthorized)
+		if name != "iat in 2099, exp 2100" { // refused as issued in the future
+			assert.Contains(t, msg, "longer than the 24h0m0s this gateway accepts", name)
+		}
+	}
+	for name, claims := range map[string]jwt.Claims{
+		"iat an hour ago, exp in 23 h": {Subject: "bea", IssuedAt: jwt.NewNumericDate(now.Add(-time.Hour)), Expiry: jwt.NewNumericDate(now.Add(23 * time.Hour))},
+		"no iat, exp in 24 h":          {Subject: "bea", Expiry: jwt.NewNumericDate(now.Add(24 * time.Hour))},
+	} {
+		f, _ := dial(t, base, app.sign(claims, []string{"s7"})).next()
+		assert.Equal(t, "welcome", f["type"], "%s: %v", name, f)
+	}
+
+	short := time.Hour
+	base, _, _ = serveWith(t, func(c *Config) {
+		require.NoError(t, c.Tokens.WithJWT(context.Background(), JWTConfig{Key: app.publicPEM(), MaxLifetime: short}))
+	})
+	msg := dial(t, base, app.token("bea", []string{"s7"}, 2*time.Hour, "")).refused(string(CodeUnauthorized), closeUnauthorized)
+	assert.Contains(t, msg, "longer than the 1h0m0s this gateway accepts")
+}
+
 // Keys can come from the issuer's JWKS URL: fetched at start, and again
 // when a token names a key the set lacks (a rotation).
 func TestSignedTokensFromAJWKSURL(t *testing.T) {
@@ -242,4 +287,68 @@ func TestSignedTokensFromAJWKSURL(t *testing.T) {
 	verifier.mu.Unlock()
 	f, _ = dial(t, base, rotated.token("bea", []string{"*"}, time.Minute, "")).next()
 	require.Equal(t, "welcome", f["type"], "a token of the rotated key: %v", f)
+}
+
+// Connections that have not said hello are bounded in all and per remote
+// address: one more is refused at the upgrade, 429 over the address's cap
+// and 503 over the gateway's, and counted; a hello, or a socket that
+// ends, makes room.
+func TestConnectionsBeforeHelloAreCapped(t *testing.T) {
+	base, srv, _ := serveWith(t, func(c *Config) {
+		c.Limits.MaxUnauthenticated, c.Limits.MaxUnauthenticatedPerIP = 3, 2
+	})
+	url := strings.Replace(base, "http", "ws", 1) + "/ws"
+	// Loopback takes every 127.x address: each from stands for a host.
+	open := func(from string) (*websocket.Conn, int) {
+		t.Helper()
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}})
+		if err != nil {
+			require.NotNil(t, resp, "%v", err)
+			return nil, resp.StatusCode
+		}
+		t.Cleanup(func() { _ = ws.CloseNow() })
+		return ws, http.StatusSwitchingProtocols
+	}
+	waiting := func() float64 { return sample(srv.m.unauthenticated).GetGauge().GetValue() }
+
+	a1, status := open("127.0.0.1")
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+	_, status = open("127.0.0.1")
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+	_, status = open("127.0.0.1")
+	require.Equal(t, http.StatusTooManyRequests, status, "a third from one address")
+	b1, status := open("127.0.0.2")
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+	_, status = open("127.0.0.3")
+	require.Equal(t, http.StatusServiceUnavailable, status, "a fourth in all")
+	require.Equal(t, 3.0, waiting())
+
+	hello := &client{t: t, ws: a1}
+	hello.send(`{"type":"hello","protocol":2,"client":"test","token":"t"}`)
+	f, _ := hello.next()
+	require.Equal(t, "welcome", f["type"])
+	require.Equal(t, 2.0, waiting(), "a hello counts the connection out")
+	_, status = open("127.0.0.1")
+	require.Equal(t, http.StatusSwitchingProtocols, status, "room for one more from the address that said hello")
+
+	_ = b1.CloseNow()
+	require.Eventually(t, func() bool { return waiting() == 2 }, patience, 10*time.Millisecond, "a socket that ends makes room")
+	_, status = open("127.0.0.3")
+	require.Equal(t, http.StatusSwitchingProtocols, status)
+
+	refused := srv.m.unauthRefused
+	assert.Equal(t, 1.0, sample(refused.WithLabelValues("ip")).GetCounter().GetValue())
+	assert.Equal(t, 1.0, sample(refused.WithLabelValues("global")).GetCounter().GetValue())
+}
+
+// sample reads one metric's value.
+func sample(m prometheus.Metric) *dto.Metric {
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		panic(err)
+	}
+	return &out
 }

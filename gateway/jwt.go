@@ -32,6 +32,10 @@ type JWTConfig struct {
 	JWKSRefresh time.Duration
 	// Issuer and Audience, when set, must match the iss and aud claims.
 	Issuer, Audience string
+	// MaxLifetime bounds how long a token may live: exp - iat, or exp -
+	// now for a token without iat. A longer-lived one is refused, so a
+	// leaked token is not good for years. 0 means DefaultMaxTokenLifetime.
+	MaxLifetime time.Duration
 	// Client fetches JWKSURL; nil is a client with a 10 s timeout.
 	Client *http.Client
 	Logger *slog.Logger
@@ -43,6 +47,10 @@ var signatureAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose
 
 // leeway is the clock skew allowed between issuer and gateway.
 const leeway = 30 * time.Second
+
+// DefaultMaxTokenLifetime is the longest a signed token may live unless
+// JWTConfig.MaxLifetime says otherwise.
+const DefaultMaxTokenLifetime = 24 * time.Hour
 
 // jwtVerifier checks signed tokens against its keys.
 type jwtVerifier struct {
@@ -64,6 +72,9 @@ func newJWTVerifier(ctx context.Context, cfg JWTConfig) (*jwtVerifier, error) {
 	}
 	if cfg.JWKSRefresh <= 0 {
 		cfg.JWKSRefresh = 5 * time.Minute
+	}
+	if cfg.MaxLifetime <= 0 {
+		cfg.MaxLifetime = DefaultMaxTokenLifetime
 	}
 	v := &jwtVerifier{cfg: cfg, now: time.Now}
 	switch {
@@ -186,12 +197,31 @@ func (v *jwtVerifier) verify(raw string) (Grant, error) {
 	if err := claims.ValidateWithLeeway(expected, leeway); err != nil {
 		return Grant{}, holdover.Wrap(err, CodeUnauthorized, "the access token is not valid now or not for this gateway")
 	}
+	if err := v.checkLifetime(claims); err != nil {
+		return Grant{}, err
+	}
 	g := Grant{User: claims.Subject, Sessions: extra.Sessions}
 	if err := g.check(); err != nil {
 		return Grant{}, holdover.Wrap(err, CodeUnauthorized, "the access token's claims")
 	}
 	g.Expires = claims.Expiry.Time()
 	return g, nil
+}
+
+// checkLifetime refuses a token that lives longer than MaxLifetime: from
+// its iat, or from now when it has none, to its exp. (A token issued in
+// the future was refused before, by Validate.)
+func (v *jwtVerifier) checkLifetime(claims jwt.Claims) error {
+	from, since := v.now(), "now"
+	if claims.IssuedAt != nil {
+		from, since = claims.IssuedAt.Time(), "its iat"
+	}
+	life := claims.Expiry.Time().Sub(from)
+	if life > v.cfg.MaxLifetime+leeway {
+		return holdover.Newf(CodeUnauthorized, "the access token lives %s from %s to its exp, longer than the %s this gateway accepts (--jwt-max-lifetime); issue shorter-lived tokens",
+			life.Round(time.Second), since, v.cfg.MaxLifetime)
+	}
+	return nil
 }
 
 // looksSigned reports whether token has a JWT's three parts; a static

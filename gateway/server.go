@@ -26,6 +26,7 @@ type Server struct {
 	services map[string]*Service
 	hubs     *hubs
 	tokens   *tokenLimits
+	unauth   *unauthenticated
 	handler  http.Handler
 
 	// ctx ends when the server shuts down; every connection ends with it.
@@ -63,12 +64,13 @@ func New(cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hubs = newHubs(s)
 	s.tokens = newTokenLimits(s.lim)
+	s.unauth = newUnauthenticated(s.lim)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWebSocket)
-	health := ops.Handler(cfg.Metrics, ops.NATSConnected(cfg.NATS))
-	mux.Handle("GET /healthz", health)
-	mux.Handle("GET /metrics", health)
+	// /metrics is not served here: the UI's port faces browsers, and the
+	// metrics are an operator's (MetricsHandler, on an address of its own).
+	mux.Handle("GET /healthz", s.MetricsHandler())
 	if cfg.Files != nil {
 		mux.Handle("GET /", http.FileServerFS(cfg.Files))
 	}
@@ -76,9 +78,14 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler serves the web UI at "/", the WebSocket at "/ws", "/healthz"
-// and "/metrics".
+// Handler serves the web UI at "/", the WebSocket at "/ws" and "/healthz".
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// MetricsHandler serves "/metrics" (Config.Metrics) and "/healthz", for
+// an address apart from the UI's that only operators reach.
+func (s *Server) MetricsHandler() http.Handler {
+	return ops.Handler(s.cfg.Metrics, ops.NATSConnected(s.cfg.NATS))
+}
 
 // Serve serves HTTP on ln until ctx ends, then closes every WebSocket
 // connection (each releases its claims and delegates its requests) and
@@ -138,6 +145,23 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.conns.Done()
+	ip := remoteIP(r)
+	if no := s.unauth.admit(ip); no != nil {
+		s.m.unauthRefused.WithLabelValues(no.scope).Inc()
+		s.log.Debug("connection refused before hello", "remote", r.RemoteAddr, "scope", no.scope)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, no.msg, no.status)
+		return
+	}
+	s.m.unauthenticated.Inc()
+	var once sync.Once
+	authenticated := func() {
+		once.Do(func() {
+			s.unauth.release(ip)
+			s.m.unauthenticated.Dec()
+		})
+	}
+	defer authenticated()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		OriginPatterns:  s.cfg.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
@@ -148,6 +172,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(s.lim.hardFrameLimit())
 	c := newConn(s, ws, nuid.Next(), r.RemoteAddr, r.URL.Query().Get("token"))
+	c.authenticated = authenticated
 	c.run()
 }
 

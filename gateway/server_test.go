@@ -67,8 +67,10 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-func TestServerServesTheUIHealthAndMetrics(t *testing.T) {
-	base, _, _ := serve(t)
+// The UI's port serves the UI and /healthz but not /metrics, which is an
+// operator's and goes on an address of its own.
+func TestServerServesTheUIAndHealthAndMetricsApart(t *testing.T) {
+	base, srv, _ := serve(t)
 	status, body := get(t, base+"/")
 	assert.Equal(t, http.StatusOK, status)
 	assert.Contains(t, body, "holdover")
@@ -77,7 +79,12 @@ func TestServerServesTheUIHealthAndMetrics(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	assert.JSONEq(t, `{"ready":true,"checks":{"nats":"ok"}}`, body)
 
-	status, body = get(t, base+"/metrics")
+	status, _ = get(t, base+"/metrics")
+	assert.Equal(t, http.StatusNotFound, status, "the UI's port does not serve /metrics")
+
+	metrics := httptest.NewServer(srv.MetricsHandler())
+	defer metrics.Close()
+	status, body = get(t, metrics.URL+"/metrics")
 	assert.Equal(t, http.StatusOK, status)
 	assert.Contains(t, body, "holdover_gateway_connections")
 	assert.Contains(t, body, "holdover_gateway_request_fanout_seconds")

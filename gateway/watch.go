@@ -1,11 +1,13 @@
 package gateway
 
 import (
-	"cmp"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -38,20 +40,27 @@ type watch struct {
 	after    uint64 // the seq of the last event sent (or passed over)
 	catching bool   // a read of the log is under way
 	held     []feedEvent
+	heldSize int  // bytes of the events in held
 	overflow bool // held grew too long and was dropped; read again
 	hub      *hub
 	stopped  bool
 	ready    bool // the ready frame has gone out
 }
 
-// maxHeld bounds the live events a watch holds back while it reads the
-// log; beyond it the watch drops them and reads them from the log too.
-const maxHeld = 1024
+// maxHeld and maxHeldBytes bound the live events a watch holds back while
+// it reads the log; beyond them the watch drops them and reads them from
+// the log too.
+const (
+	maxHeld      = 1024
+	maxHeldBytes = 256 << 10
+)
 
-// History is sent in frames of at most this many events or bytes.
+// History is read a page at a time and sent in frames of at most this
+// many events or bytes, by one watch of a connection at a time: a
+// connection whose Client reads slowly holds one page.
 const (
 	historyEvents = 256
-	historyBytes  = 256 << 10
+	historyBytes  = 128 << 10
 )
 
 func newWatch(c *conn, id, sid string, after uint64) *watch {
@@ -179,16 +188,18 @@ func (w *watch) offer(ev feedEvent) {
 }
 
 func (w *watch) hold(ev feedEvent) {
-	if len(w.held) >= maxHeld {
-		w.held, w.overflow = nil, true
+	if len(w.held) >= maxHeld || w.heldSize+len(ev.data) > maxHeldBytes {
+		w.held, w.heldSize, w.overflow = nil, 0, true
 		return
 	}
 	w.held = append(w.held, ev)
+	w.heldSize += len(ev.data)
 }
 
-// catchUp reads the log after the last event sent, sends what it finds,
-// then sends the held live events that follow on without a gap. It reads
-// again while a gap remains and the log still has more to give.
+// catchUp reads the log after the last event sent, sending it a page at a
+// time as the Client takes it, then sends the held live events that follow
+// on without a gap. It reads again while a gap remains and the log still
+// has more to give.
 func (w *watch) catchUp() {
 	log, _, _, err := w.c.s.hubs.topology(w.c.ctx)
 	if err != nil {
@@ -197,39 +208,36 @@ func (w *watch) catchUp() {
 		return
 	}
 	for {
+		select {
+		case w.c.historyTurn <- struct{}{}:
+		case <-w.c.ctx.Done():
+			return
+		}
 		w.mu.Lock()
 		after, stopped := w.after, w.stopped
 		w.mu.Unlock()
 		if stopped {
+			<-w.c.historyTurn
 			return
 		}
-		evts, bad, err := log.Read(w.c.ctx, w.sid, after)
+		read := false
+		err := log.ReadPages(w.c.ctx, w.sid, after, sessionlog.Page{Events: historyEvents, Bytes: historyBytes}, func(evts []events.Event, bad []sessionlog.BadEvent) error {
+			read = true
+			return w.sendPage(evts, bad)
+		})
+		<-w.c.historyTurn
+		if errors.Is(err, errGone) || w.c.ctx.Err() != nil {
+			return
+		}
 		if err != nil {
-			if w.c.ctx.Err() == nil {
-				w.c.fail(w.id, err)
-			}
+			w.c.fail(w.id, err)
 			w.c.dropWatch(w)
 			return
 		}
-		read := make([]feedEvent, 0, len(evts)+len(bad))
-		for _, e := range evts {
-			read = append(read, feedEvent{seq: e.Seq, data: encodeEvent(e)})
-		}
-		for _, b := range bad {
-			w.c.s.log.Warn("watch: undecodable event passed over", "session", w.sid, "seq", b.Seq, "err", b.Err)
-			read = append(read, feedEvent{seq: b.Seq})
-		}
-		slices.SortFunc(read, func(a, b feedEvent) int { return cmp.Compare(a.seq, b.seq) })
-		if !w.sendHistory(read) {
-			return
-		}
 		w.mu.Lock()
-		if len(read) > 0 {
-			w.after = max(w.after, read[len(read)-1].seq)
-		}
 		// When the log gave nothing new, a remaining gap cannot be filled
 		// (its events are gone from the stream): go on past it.
-		done := w.drainHeld(len(read) == 0)
+		done := w.drainHeld(!read)
 		if done {
 			w.catching = false
 			if !w.ready {
@@ -244,9 +252,18 @@ func (w *watch) catchUp() {
 	}
 }
 
-// sendHistory sends events read from the log, waiting for room in the
-// connection's queue.
-func (w *watch) sendHistory(evs []feedEvent) bool {
+// errGone ends a read of the log whose watch or connection has ended.
+var errGone = errors.New("the connection has ended")
+
+// sendPage sends one page read from the log, waiting for room in the
+// connection's queue, and moves after past it.
+func (w *watch) sendPage(evts []events.Event, bad []sessionlog.BadEvent) error {
+	w.mu.Lock()
+	stopped := w.stopped
+	w.mu.Unlock()
+	if stopped {
+		return errGone
+	}
 	var batch [][]byte
 	size := 0
 	flush := func() bool {
@@ -257,19 +274,29 @@ func (w *watch) sendHistory(evs []feedEvent) bool {
 		batch, size = batch[:0], 0
 		return ok
 	}
-	for _, ev := range evs {
-		if ev.data == nil {
-			continue
-		}
-		if len(batch) == historyEvents || size+len(ev.data) > historyBytes {
+	last := uint64(0)
+	for _, e := range evts {
+		data := encodeEvent(e)
+		if len(batch) == historyEvents || size+len(data) > historyBytes {
 			if !flush() {
-				return false
+				return errGone
 			}
 		}
-		batch = append(batch, ev.data)
-		size += len(ev.data)
+		batch = append(batch, data)
+		size += len(data)
+		last = max(last, e.Seq)
 	}
-	return flush()
+	if !flush() {
+		return errGone
+	}
+	for _, b := range bad {
+		w.c.s.log.Warn("watch: undecodable event passed over", "session", w.sid, "seq", b.Seq, "err", b.Err)
+		last = max(last, b.Seq)
+	}
+	w.mu.Lock()
+	w.after = max(w.after, last)
+	w.mu.Unlock()
+	return nil
 }
 
 // drainHeld sends the held events that follow the last one sent without a
@@ -277,7 +304,7 @@ func (w *watch) sendHistory(evs []feedEvent) bool {
 // caught up. w.mu is held.
 func (w *watch) drainHeld(force bool) bool {
 	held := w.held
-	w.held = nil
+	w.held, w.heldSize = nil, 0
 	var send []feedEvent
 	for i, ev := range held {
 		if ev.seq <= w.after {
@@ -285,6 +312,9 @@ func (w *watch) drainHeld(force bool) bool {
 		}
 		if ev.hasPrev && ev.prev > w.after && !force {
 			w.held = held[i:]
+			for _, h := range w.held {
+				w.heldSize += len(h.data)
+			}
 			break
 		}
 		send = append(send, ev)

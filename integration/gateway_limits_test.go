@@ -3,8 +3,10 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
@@ -79,14 +81,15 @@ func TestGatewayMalformedFramesGetAnErrorAndTheConnectionSurvives(t *testing.T) 
 	}
 }
 
-// The frame rate is a token bucket per connection. Frames that start work
-// beyond it get RATE_LIMITED and are dropped; frames that only answer or
-// end something are never dropped (a lost close would hold a claim).
+// The frame rate is a token bucket per connection, and every frame takes
+// its share. Frames that start work beyond it get RATE_LIMITED and are
+// dropped; frames that only answer or end something wait for their share
+// and are never dropped (a lost close would hold a claim).
 func TestGatewayRateLimit(t *testing.T) {
 	t.Parallel()
-	// A burst of 4 and a refill far slower than the test: hello and three
-	// calls pass, the fourth call is refused.
-	w := newGWWorld(t, gateway.Limits{FramesPerSecond: 0.001, Burst: 4})
+	// A burst of 4 and a refill of 5 a second: hello and three calls
+	// pass, the fourth call is refused.
+	w := newGWWorld(t, gateway.Limits{FramesPerSecond: 5, Burst: 4})
 	c := w.dial(gwTokenAna)
 	c.welcome()
 	for _, id := range []string{"c1", "c2", "c3"} {
@@ -95,12 +98,15 @@ func TestGatewayRateLimit(t *testing.T) {
 	c.send(map[string]any{"type": "call", "id": "c4", "method": "userQuestions.view", "params": map[string]any{"session": "s1"}})
 	c.take("RATE_LIMITED for c4", gwError("c4", "RATE_LIMITED"))
 
-	// The bucket is empty, and still a settle and a close are handled.
+	// The bucket is empty, and still a settle, a close and a delegate
+	// are handled, each once its share has come.
 	c.send(map[string]any{"type": "settle", "id": "r1", "value": map[string]any{"answers": []any{}}})
 	c.take("NOT_FOUND for the settle", gwError("r1", "NOT_FOUND"))
 	c.send(map[string]any{"type": "close", "id": "s1"})
 	c.send(map[string]any{"type": "delegate", "id": "r2"})
 	c.take("NOT_FOUND for the delegate", gwError("r2", "NOT_FOUND"))
+	_, dropped := c.find(gwType("error"))
+	assert.False(t, dropped, "no frame that ends or answers something is refused")
 }
 
 // A connection holds at most MaxWatches watches; unwatching makes room.
@@ -121,4 +127,62 @@ func TestGatewayWatchLimit(t *testing.T) {
 	c.alive("c1")
 	_, refused := c.find(gwError("w5", "LIMIT_EXCEEDED"))
 	assert.False(t, refused, "unwatch frees a slot")
+}
+
+// Every frame type takes its share of the connection's rate (issue 24): a
+// flood of any one type gets through at the rate at most. Frames that
+// start something beyond it are refused with RATE_LIMITED; frames that
+// only end or answer something are slowed to it, and none is refused. A
+// settle behind each flood, read once the flood is, says when the gateway
+// has handled all of it.
+func TestGatewayRateLimitsAFloodOfEveryFrameType(t *testing.T) {
+	t.Parallel()
+	const rate, burst, flood = 100, 10, 110
+	w := newGWWorld(t, gateway.Limits{FramesPerSecond: rate, Burst: burst, TokenFramesPerSecond: 1e6, TokenBurst: 1e6,
+		SendQueue: 4 * flood, MaxWatches: flood})
+	for _, tc := range []struct {
+		name     string
+		frame    string // %s is the frame's id
+		releases bool
+	}{
+		{"settle", `{"type":"settle","id":"%s","value":{"answers":[]}}`, true},
+		{"reject", `{"type":"reject","id":"%s","error":{"code":"X","message":"no"}}`, true},
+		{"delegate", `{"type":"delegate","id":"%s"}`, true},
+		{"close", `{"type":"close","id":"%s"}`, true},
+		{"unwatch", `{"type":"unwatch","id":"%s"}`, true},
+		{"call", `{"type":"call","id":"%s","method":"nothing.here","params":{"session":"s1"}}`, false},
+		{"watch", `{"type":"watch","id":"%s","session":"s1"}`, false},
+		{"open", `{"type":"open","id":"%s","method":"nothing.here","params":{"session":"s1"}}`, false},
+		{"inbox", `{"type":"inbox","id":"%s"}`, false},
+		{"hello", `{"type":"hello","id":"%s","protocol":2,"client":"again"}`, false},
+		{"unknown", `{"type":"from-the-future","id":"%s"}`, false},
+		{"malformed", `{"type":"watch","id":"%s","session":7}`, false},
+	} {
+		c := w.dial(gwTokenBo)
+		c.welcome()
+		start := time.Now()
+		for i := range flood {
+			c.send([]byte(fmt.Sprintf(tc.frame, fmt.Sprint("f", i))))
+		}
+		c.send(map[string]any{"type": "settle", "id": "end", "value": map[string]any{"answers": []any{}}})
+		c.take("the settle behind the "+tc.name+" flood", gwError("end", "NOT_FOUND"))
+		elapsed := time.Since(start)
+		limited := 0
+		for _, f := range c.framesSnapshot() {
+			if f.Type == "error" && f.Code == "RATE_LIMITED" {
+				limited++
+			}
+		}
+		passed := flood - limited
+		t.Logf("%-9s %d frames in %v: %d handled (%.0f a second), %d refused", tc.name, flood, elapsed.Round(time.Millisecond), passed, float64(passed)/elapsed.Seconds(), limited)
+		// At most the burst and the refill since the flood began.
+		assert.LessOrEqual(t, float64(passed), burst+rate*elapsed.Seconds()+1, tc.name)
+		if tc.releases {
+			assert.Zero(t, limited, "%s frames are slowed, never refused", tc.name)
+			assert.GreaterOrEqual(t, elapsed, time.Duration(flood+1-burst)*time.Second/rate, "%s frames wait for their share", tc.name)
+		} else {
+			assert.Positive(t, limited, "%s frames beyond the rate are refused", tc.name)
+		}
+		_ = c.ws.CloseNow()
+	}
 }

@@ -97,19 +97,55 @@ func (l *Log) Last(ctx context.Context, sid string) (uint64, error) {
 // time of the call, in order. An event that no longer decodes is returned
 // with its error in bad, never silently dropped.
 func (l *Log) Read(ctx context.Context, sid string, after uint64) (evts []events.Event, bad []BadEvent, err error) {
-	err = l.each(ctx, sid, after, func(m Stored) {
-		e, derr := events.Decode(m.Data)
-		if derr != nil {
-			bad = append(bad, BadEvent{Seq: m.Seq, Err: derr})
-		} else {
-			e.Seq = m.Seq
-			evts = append(evts, e)
-		}
-	})
+	err = l.each(ctx, sid, after, Page{Events: defaultPageEvents}, func(m Stored) {
+		evts, bad = decodeInto(m, evts, bad)
+	}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	return evts, bad, nil
+}
+
+// Page bounds what ReadPages hands over at once: at most Events events
+// and, when Bytes is set, at most Bytes bytes of stored messages (an event
+// larger than that comes in a page of its own).
+type Page struct {
+	Events int
+	Bytes  int
+}
+
+// ReadPages hands fn sid's events after seq `after`, up to its last event
+// at the time of the call, in order and a page at a time, like Read. No
+// more than one page is held while fn runs, so a reader that waits in fn
+// for a slow consumer of its own (the gateway, for a Client that reads
+// slowly) holds one page of the log, never the whole of it. An error from
+// fn ends the read and is returned as it is.
+func (l *Log) ReadPages(ctx context.Context, sid string, after uint64, page Page, fn func(evts []events.Event, bad []BadEvent) error) error {
+	if page.Events <= 0 {
+		page.Events = defaultPageEvents
+	}
+	var evts []events.Event
+	var bad []BadEvent
+	return l.each(ctx, sid, after, page, func(m Stored) {
+		evts, bad = decodeInto(m, evts, bad)
+	}, func() error {
+		err := fn(evts, bad)
+		evts, bad = nil, nil
+		return err
+	})
+}
+
+// defaultPageEvents is how many messages one fetch asks for.
+const defaultPageEvents = 256
+
+// decodeInto decodes m onto evts, or onto bad when it does not decode.
+func decodeInto(m Stored, evts []events.Event, bad []BadEvent) ([]events.Event, []BadEvent) {
+	e, err := events.Decode(m.Data)
+	if err != nil {
+		return evts, append(bad, BadEvent{Seq: m.Seq, Err: err})
+	}
+	e.Seq = m.Seq
+	return append(evts, e), bad
 }
 
 // Stored is one message of a Session log as it is stored, not decoded.
@@ -127,7 +163,7 @@ type Stored struct {
 // a writer recorded rather than what a reader makes of it.
 func (l *Log) ReadStored(ctx context.Context, sid string, after uint64) ([]Stored, error) {
 	var out []Stored
-	err := l.each(ctx, sid, after, func(m Stored) { out = append(out, m) })
+	err := l.each(ctx, sid, after, Page{Events: defaultPageEvents}, func(m Stored) { out = append(out, m) }, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +171,13 @@ func (l *Log) ReadStored(ctx context.Context, sid string, after uint64) ([]Store
 }
 
 // each hands fn sid's messages after seq `after`, up to its last message
-// at the time of the call, in order.
-func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(Stored)) error {
+// at the time of the call, in order, fetching at most a page at a time.
+// After each page, once every message of it has gone to fn, it calls
+// endPage (when not nil) and stops on its error.
+func (l *Log) each(ctx context.Context, sid string, after uint64, page Page, fn func(Stored), endPage func() error) error {
+	if endPage == nil {
+		endPage = func() error { return nil }
+	}
 	subject, err := streams.EventsSubject(sid)
 	if err != nil {
 		return err
@@ -146,7 +187,7 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(Stored
 		return err
 	}
 	if l.direct {
-		return l.eachDirect(ctx, sid, subject, after, last, fn)
+		return l.eachDirect(ctx, sid, subject, after, last, page, fn, endPage)
 	}
 	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{subject},
@@ -161,9 +202,19 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(Stored
 	if err != nil {
 		return holdover.Wrapf(err, holdover.CodeInternal, "read session %s", sid)
 	}
+	// alone is set when the next message is larger than a page's bytes:
+	// the server then sends nothing, so it is fetched by itself.
+	alone := false
 	for retries := 0; ; {
 		n := 0
-		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+		size, opts := page.Events, []jetstream.FetchOpt{jetstream.FetchMaxWait(5 * time.Second)}
+		switch {
+		case alone:
+			size = 1
+		case page.Bytes > 0:
+			opts = append(opts, jetstream.FetchMaxBytes(page.Bytes))
+		}
+		batch, err := cons.Fetch(size, opts...)
 		if err == nil {
 			for m := range batch.Messages() {
 				n++
@@ -174,15 +225,22 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(Stored
 				s.Prev, s.HasPrev = Prev(m.Headers())
 				fn(s)
 				if s.Seq >= last {
-					return nil
+					return endPage()
 				}
 			}
 			err = batch.Error()
 		}
 		switch {
+		case err == nil && n == 0 && page.Bytes > 0 && !alone:
+			alone = true
+			continue
 		case err == nil && n == 0:
 			return holdover.Newf(holdover.CodeInternal, "read session %s: no event arrived before seq %d", sid, last)
 		case err == nil:
+			alone = false
+			if err := endPage(); err != nil {
+				return err
+			}
 			continue
 		case !transient(err) || retries == maxFetchRetries:
 			return holdover.Wrapf(err, holdover.CodeInternal, "read session %s", sid)
@@ -198,8 +256,10 @@ func (l *Log) each(ctx context.Context, sid string, after uint64, fn func(Stored
 }
 
 // eachDirect is each by direct gets: the first message of subject from a
-// seq on, until last.
-func (l *Log) eachDirect(ctx context.Context, sid, subject string, after, last uint64, fn func(Stored)) error {
+// seq on, until last, a page ending after page.Events messages or once
+// they pass page.Bytes.
+func (l *Log) eachDirect(ctx context.Context, sid, subject string, after, last uint64, page Page, fn func(Stored), endPage func() error) error {
+	n, size := 0, 0
 	for from := after + 1; from <= last; {
 		m, err := l.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
 		if err != nil {
@@ -209,8 +269,14 @@ func (l *Log) eachDirect(ctx context.Context, sid, subject string, after, last u
 		s.Prev, s.HasPrev = Prev(m.Header)
 		fn(s)
 		from = m.Sequence + 1
+		if n, size = n+1, size+len(m.Data); from <= last && (n >= page.Events || page.Bytes > 0 && size >= page.Bytes) {
+			if err := endPage(); err != nil {
+				return err
+			}
+			n, size = 0, 0
+		}
 	}
-	return nil
+	return endPage()
 }
 
 // A fetch can meet no responders while its consumer moves to another

@@ -3,6 +3,8 @@ package sessionlog_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,4 +209,56 @@ func TestDirectReadsWhatAConsumerReads(t *testing.T) {
 	all, err := direct.ReadStored(ctx, "s", 0)
 	require.NoError(t, err)
 	require.Len(t, all, 7)
+}
+
+// ReadPages hands the log over a page at a time, each within its bounds,
+// an event larger than a page's bytes in a page of its own, every event
+// once and in order; an error from the reader ends the read.
+func TestReadPagesHandsTheLogOverInBoundedPages(t *testing.T) {
+	log, _ := start(t)
+	ctx := context.Background()
+	at := time.Unix(1700000000, 0).UTC()
+	text := func(n int) []events.Part { return events.Text(strings.Repeat("x", n)) }
+	var last uint64
+	var want []uint64
+	for i := range 40 {
+		size := 1 << 10
+		if i == 17 {
+			size = 20 << 10 // over a page's bytes
+		}
+		seq, err := log.Append(ctx, "s", last, events.New(at, &events.AssistantMessage{ID: fmt.Sprint("a", i), Content: text(size)}))
+		require.NoError(t, err)
+		last = seq
+		want = append(want, seq)
+	}
+
+	page := sessionlog.Page{Events: 8, Bytes: 8 << 10}
+	var got []uint64
+	pages := 0
+	require.NoError(t, log.ReadPages(ctx, "s", 0, page, func(evts []events.Event, bad []sessionlog.BadEvent) error {
+		pages++
+		require.Empty(t, bad)
+		require.NotEmpty(t, evts)
+		require.LessOrEqual(t, len(evts), page.Events)
+		size := 0
+		for _, e := range evts {
+			size += len(e.Data)
+			got = append(got, e.Seq)
+		}
+		if len(evts) > 1 {
+			require.LessOrEqual(t, size, page.Bytes, "only an event over a page's bytes comes alone")
+		}
+		return nil
+	}))
+	require.Equal(t, want, got)
+	require.GreaterOrEqual(t, pages, 40/7, "8 KiB pages of 1 KiB events")
+
+	stop := errors.New("enough")
+	read := 0
+	err := log.ReadPages(ctx, "s", want[9], sessionlog.Page{Events: 4}, func(evts []events.Event, _ []sessionlog.BadEvent) error {
+		read += len(evts)
+		return stop
+	})
+	require.ErrorIs(t, err, stop)
+	require.Equal(t, 4, read, "the read ends with the first page")
 }

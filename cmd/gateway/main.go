@@ -45,6 +45,8 @@ type config struct {
 	jwt     gateway.JWTConfig
 	origins stringList
 	release time.Duration
+	metrics string
+	limits  gateway.Limits
 	nats    ops.NATSConfig
 	log     ops.LogConfig
 }
@@ -58,8 +60,11 @@ func main() {
 	fs.StringVar(&cfg.jwt.JWKSURL, "jwks-url", os.Getenv("HOLDOVER_GATEWAY_JWKS_URL"), "URL of the token issuer's key set, fetched at start and on rotation (env HOLDOVER_GATEWAY_JWKS_URL)")
 	fs.StringVar(&cfg.jwt.Issuer, "jwt-issuer", os.Getenv("HOLDOVER_GATEWAY_JWT_ISSUER"), "required iss claim of signed tokens")
 	fs.StringVar(&cfg.jwt.Audience, "jwt-audience", os.Getenv("HOLDOVER_GATEWAY_JWT_AUDIENCE"), "required aud claim of signed tokens")
+	fs.DurationVar(&cfg.jwt.MaxLifetime, "jwt-max-lifetime", gateway.DefaultMaxTokenLifetime, "longest a signed token may live (exp - iat, or exp - now without iat); longer ones are refused")
 	fs.Var(&cfg.origins, "origin", "extra browser origin allowed to open the WebSocket, e.g. app.example.com (repeatable)")
 	fs.DurationVar(&cfg.release, "claim-release", userquestions.DefaultReleaseBound, "how long a Client's claim outlives this gateway's NATS connection")
+	fs.StringVar(&cfg.metrics, "metrics-addr", gatewayproc.DefaultMetricsAddr, "address of /metrics and /healthz, apart from --listen (which never serves /metrics)")
+	registerLimits(fs, &cfg.limits)
 	cfg.nats.RegisterFlags(fs)
 	cfg.log.RegisterFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -96,9 +101,21 @@ func run(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return ops.Run(ctx, logger, gatewayproc.Component(nc, js, gatewayproc.Config{
-		Listener: ln, Tokens: tokens, Origins: cfg.origins, ReleaseBound: cfg.release, Logger: logger,
-	}))
+	return ops.Run(ctx, logger, gatewayproc.Components(nc, js, gatewayproc.Config{
+		Listener: ln, Tokens: tokens, Origins: cfg.origins, ReleaseBound: cfg.release,
+		Limits: cfg.limits, MetricsAddr: cfg.metrics, Logger: logger,
+	})...)
+}
+
+// registerLimits binds the flags of the bounds on Clients, each defaulting
+// to gateway.DefaultLimits.
+func registerLimits(fs *flag.FlagSet, l *gateway.Limits) {
+	def := gateway.DefaultLimits()
+	fs.IntVar(&l.SendQueue, "send-queue-frames", def.SendQueue, "frames that may wait to be written to one Client; a Client further behind is closed as too slow (1008)")
+	fs.IntVar(&l.SendQueueBytes, "send-queue-bytes", def.SendQueueBytes, "bytes that may wait to be written to one Client; a Client further behind is closed as too slow (1008)")
+	fs.DurationVar(&l.WriteTimeout, "write-timeout", def.WriteTimeout, "how long one write to a Client may wait; a Client that takes nothing for that long is closed as too slow (1008)")
+	fs.IntVar(&l.MaxUnauthenticated, "max-unauthenticated", def.MaxUnauthenticated, "connections that have not said hello yet, in all; one more is refused with 503")
+	fs.IntVar(&l.MaxUnauthenticatedPerIP, "max-unauthenticated-per-ip", def.MaxUnauthenticatedPerIP, "connections from one remote address that have not said hello yet (behind a reverse proxy, all of them); one more is refused with 429")
 }
 
 // loadTokens reads the static token table and sets up signed tokens, as

@@ -26,13 +26,13 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// The command serves the embedded UI and /healthz against a real server
-// and stops cleanly on its context.
+// The command serves the embedded UI and /healthz against a real server,
+// /metrics only on --metrics-addr, and stops cleanly on its context.
 func TestRunServesUntilStopped(t *testing.T) {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
-	cfg := config{listen: freeAddr(t), tokens: tokens, nats: ops.NATSConfig{URL: env.Server.ClientURL()}}
+	cfg := config{listen: freeAddr(t), metrics: freeAddr(t), tokens: tokens, nats: ops.NATSConfig{URL: env.Server.ClientURL()}}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -49,6 +49,12 @@ func TestRunServesUntilStopped(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the web UI is served")
+	for addr, want := range map[string]int{cfg.listen: http.StatusNotFound, cfg.metrics: http.StatusOK} {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "GET /metrics on %s", addr)
+	}
 
 	cancel()
 	require.NoError(t, <-done)

@@ -115,7 +115,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	components = append(components, gatewayproc.Component(gwConn, gwJS, gatewayproc.Config{Listener: ln, Tokens: tokens, Logger: logger}))
+	// The gateway's metrics join the worker's on --metrics-addr.
+	components = append(components, gatewayproc.Components(gwConn, gwJS, gatewayproc.Config{Listener: ln, Tokens: tokens, Metrics: metrics, Logger: logger})...)
 	notifying := "off (--webhook URL turns it on)"
 	if len(notifyCfg.Webhooks) > 0 {
 		// The link carries this run's token, so a click opens the card;

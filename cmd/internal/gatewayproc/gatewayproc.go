@@ -31,14 +31,35 @@ type Config struct {
 	// ReleaseBound is how long a Client's claim outlives this gateway's
 	// NATS connection.
 	ReleaseBound time.Duration
-	Logger       *slog.Logger
+	// Limits bound each connection and the connections not yet
+	// authenticated.
+	Limits gateway.Limits
+	// Metrics is the process's registry; nil makes one for the gateway.
+	Metrics *ops.Metrics
+	// MetricsAddr, when set, is where /metrics and /healthz are served,
+	// apart from the UI's Listener (which never serves /metrics). Empty
+	// leaves them to the process (holdover dev serves its one registry).
+	MetricsAddr string
+	Logger      *slog.Logger
 }
 
-// Component returns the gateway as one component of [ops.Run]. nc should
-// have a reconnect wait of [gateway.DefaultReconnectWait]; the answerer
-// the gateway uses lives as long as the component runs.
-func Component(nc *nats.Conn, js jetstream.JetStream, cfg Config) ops.Component {
-	return ops.Component{Name: "gateway", Run: func(ctx context.Context) error {
+// DefaultMetricsAddr serves a gateway's metrics on loopback only, beside
+// the question worker's 9464 and the notifier's 9466.
+const DefaultMetricsAddr = "127.0.0.1:9465"
+
+// Components returns the gateway as components of [ops.Run]: its metrics
+// server when cfg.MetricsAddr is set, then the gateway. nc should have a
+// reconnect wait of [gateway.DefaultReconnectWait]; the answerer the
+// gateway uses lives as long as the gateway runs.
+func Components(nc *nats.Conn, js jetstream.JetStream, cfg Config) []ops.Component {
+	if cfg.Metrics == nil {
+		cfg.Metrics = ops.NewMetrics()
+	}
+	var out []ops.Component
+	if cfg.MetricsAddr != "" {
+		out = append(out, ops.HTTPServer("gateway-metrics", cfg.MetricsAddr, ops.Handler(cfg.Metrics, ops.NATSConnected(nc)), cfg.Logger))
+	}
+	return append(out, ops.Component{Name: "gateway", Run: func(ctx context.Context) error {
 		defer cfg.Listener.Close()
 		ans, err := answerer.New(nc, answerer.Config{ReleaseBound: cfg.ReleaseBound, Log: cfg.Logger})
 		if err != nil {
@@ -52,11 +73,13 @@ func Component(nc *nats.Conn, js jetstream.JetStream, cfg Config) ops.Component 
 			Services:       []gateway.Service{gateway.UserQuestions(ans), gateway.Sessions()},
 			Files:          web.Files(),
 			OriginPatterns: cfg.Origins,
+			Limits:         cfg.Limits,
+			Metrics:        cfg.Metrics,
 			Logger:         cfg.Logger,
 		})
 		if err != nil {
 			return err
 		}
 		return srv.Serve(ctx, cfg.Listener)
-	}}
+	}})
 }

@@ -6,6 +6,24 @@ export function seconds(ms: number): number {
   return Math.max(0, Math.ceil(ms / 1000));
 }
 
+/**
+ * Unicode's bidirectional controls: the embeddings and overrides
+ * (U+202A–202E), the isolates (U+2066–2069), and the marks LRM, RLM
+ * (U+200E, U+200F) and ALM (U+061C).
+ */
+const bidiControls = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/g;
+
+/**
+ * Text an agent (or a person) wrote, as the UI shows it: each bidirectional
+ * control becomes a visible marker, "⟦U+202E⟧", so none can reorder what a
+ * person reads (a question that reads "approve" backwards, a label that
+ * hides its end) and the person still sees that one was there. Only what is
+ * shown changes; what is sent (an option's label as the answer) never does.
+ */
+export function shown(text: string): string {
+  return text.replace(bidiControls, (c) => `⟦U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}⟧`);
+}
+
 export const Text = {
   continuingIn: (ms: number) => `Continuing in ${seconds(ms)}s`,
   paused: (ms: number) => `Paused · ${seconds(ms)}s remaining`,

@@ -1,5 +1,6 @@
 import type { ReplyItem } from "../questions/reply";
 import { answerText } from "../questions/form";
+import { shown } from "../questions/text";
 
 /** A read-only list of questions and the answers given to them. */
 export function AnswerList({ items, label, id }: { items: readonly ReplyItem[]; label: string; id?: string }) {
@@ -7,8 +8,8 @@ export function AnswerList({ items, label, id }: { items: readonly ReplyItem[]; 
     <dl class="answers" id={id} aria-label={label}>
       {items.map((i) => (
         <div class={`answer${i.skipped ? " skipped" : ""}`} key={i.id}>
-          <dt>{i.question}</dt>
-          <dd>{answerText(i)}</dd>
+          <dt>{shown(i.question)}</dt>
+          <dd>{shown(answerText(i))}</dd>
         </div>
       ))}
     </dl>

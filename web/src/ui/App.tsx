@@ -6,7 +6,7 @@ import type { AppStore } from "../app/store";
 import { parseRoute, sessionHref } from "../app/boot";
 import { InboxPage } from "./InboxPage";
 import { summaryFacts, type SessionSummary } from "../app/sessions";
-import { Text } from "../questions/text";
+import { shown, Text } from "../questions/text";
 import { useHash, useSubscription, useTicker } from "./hooks";
 import { QuestionCard } from "./QuestionCard";
 import { Transcript } from "./Transcript";
@@ -102,7 +102,7 @@ function HiddenCards({ store, keys }: { store: AppStore; keys: string[] }) {
       <h3>{Text.hiddenQuestions}</h3>
       {cards.map((c) => (
         <button type="button" key={c.key} class="show-card" data-card-key={c.key} onClick={() => store.cards.open(c.key)}>
-          {c.questions[0]?.question ?? Text.rowShowAction}
+          {shown(c.questions[0]?.question ?? Text.rowShowAction)}
           {c.countdown?.label ? ` · ${c.countdown.label}` : ""}
         </button>
       ))}

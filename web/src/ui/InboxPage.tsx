@@ -6,7 +6,7 @@ import type { AppStore } from "../app/store";
 import { cardHref } from "../app/boot";
 import type { InboxItem } from "../app/inbox";
 import { waitingCount } from "../app/inbox";
-import { Text } from "../questions/text";
+import { shown, Text } from "../questions/text";
 import { useTicker } from "./hooks";
 
 export const InboxText = {
@@ -37,8 +37,8 @@ export function InboxPage({ store }: { store: AppStore }) {
               <li key={`${item.session}/${item.callId}`} class={`inbox-item state-${stateOf(item)}`} data-session={item.session} data-call-id={item.callId}>
                 <a class="open-card" href={cardHref(item.session, item.callId)}>
                   <span class="q-text">
-                    {item.header && <span class="chip">{item.header}</span>}
-                    {item.question}
+                    {item.header && <span class="chip">{shown(item.header)}</span>}
+                    {shown(item.question)}
                     {item.count > 1 ? InboxText.more(item.count) : ""}
                   </span>
                   <span class="meta">

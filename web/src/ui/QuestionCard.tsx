@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import type { JSX } from "preact";
 import type { CardView, QuestionCards } from "../questions";
 import { advancesOnEnter, announcement, firstProblem, keysHint, optionForKey, planReview, questionProblem, type PlanReview } from "../questions/form";
-import { Text } from "../questions/text";
+import { shown, Text } from "../questions/text";
 import type { Question } from "../wire";
 import { useId, useStable, useTicker } from "./hooks";
 import { Markdown } from "./MarkdownView";
@@ -205,11 +205,11 @@ function Questions({ card, cards, root }: { card: CardView; cards: QuestionCards
                     type="button"
                     class={`page${done ? " done" : ""}`}
                     aria-current={i === page ? "step" : undefined}
-                    aria-label={`${Text.questionOf(i, total)}: ${q.header ?? q.question}${done ? " (answered)" : ""}`}
+                    aria-label={`${Text.questionOf(i, total)}: ${shown(q.header ?? q.question)}${done ? " (answered)" : ""}`}
                     onClick={() => go(i)}
                   >
                     {i + 1}
-                    {q.header ? ` · ${q.header}` : ""}
+                    {q.header ? ` · ${shown(q.header)}` : ""}
                   </button>
                 </li>
               );
@@ -219,11 +219,11 @@ function Questions({ card, cards, root }: { card: CardView; cards: QuestionCards
       )}
       <div class="question" data-question-id={question.id} onKeyDown={onKeyDown}>
         <p class="q-meta">
-          {question.header && <span class="chip">{question.header}</span>}
+          {question.header && <span class="chip">{shown(question.header)}</span>}
           {total > 1 && <span>{Text.questionOf(page, total)}</span>}
         </p>
         <h3 id={`${ids}-text`} class="q-text">
-          {question.question}
+          {shown(question.question)}
         </h3>
         {question.detail && <Markdown id={detailId} className="detail" text={question.detail} />}
         {options.length > 0 && (
@@ -245,8 +245,8 @@ function Questions({ card, cards, root }: { card: CardView; cards: QuestionCards
                   onChange={() => cards.select(card.key, question.id, o.label)}
                 />
                 <span class="opt-text">
-                  <span class="opt-label">{o.label}</span>
-                  {o.description && <span class="opt-desc">{o.description}</span>}
+                  <span class="opt-label">{shown(o.label)}</span>
+                  {o.description && <span class="opt-desc">{shown(o.description)}</span>}
                 </span>
               </label>
             ))}
@@ -321,7 +321,7 @@ function PlanPanel({ card, cards, plan }: { card: CardView; cards: QuestionCards
   return (
     <div class="plan">
       <h3 id={`${ids}-text`} class="q-text">
-        {plan.question.question}
+        {shown(plan.question.question)}
       </h3>
       <Markdown className="plan-body" text={plan.question.detail ?? ""} />
       {changing ? (

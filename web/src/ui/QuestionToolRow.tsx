@@ -6,7 +6,7 @@
 
 import { useState } from "preact/hooks";
 import type { QuestionCards } from "../questions";
-import { Text } from "../questions/text";
+import { shown, Text } from "../questions/text";
 import { toolRowState } from "../questions/toolRow";
 import type { ToolRow } from "../transcript/model";
 import type { View } from "../wire";
@@ -38,7 +38,7 @@ export function QuestionToolRow({ row, session, view, cards }: { row: ToolRow; s
         <code class="tool-name">{row.name}</code>
         {row.parentCallId && <span class="via">via run_code</span>}
         <span class="q-summary">
-          {questions[0]?.question ?? ""}
+          {shown(questions[0]?.question ?? "")}
           {questions.length > 1 ? ` (+${questions.length - 1} more)` : ""}
         </span>
       </div>

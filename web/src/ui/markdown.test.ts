@@ -103,3 +103,11 @@ describe("renderMarkdown: blocks", () => {
     expect([box?.getAttribute("type"), box?.hasAttribute("disabled"), box?.hasAttribute("checked")]).toEqual(["checkbox", true, true]);
   });
 });
+
+describe("bidirectional controls", () => {
+  it("show as markers and reorder nothing", () => {
+    const root = dom("Approve **the \u202Eyalp\u202C** plan");
+    expect(root.textContent?.trim()).toBe("Approve the ⟦U+202E⟧yalp⟦U+202C⟧ plan");
+    expect(root.innerHTML).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/);
+  });
+});

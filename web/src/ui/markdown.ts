@@ -17,6 +17,7 @@
 
 import DOMPurify from "dompurify";
 import { Marked, type Tokens } from "marked";
+import { shown } from "../questions/text";
 
 /** Escapes text for use in HTML content and double-quoted attributes. */
 export function escapeHTML(text: string): string {
@@ -99,14 +100,17 @@ function sanitizer(): ReturnType<typeof DOMPurify> {
   return p;
 }
 
-/** The sanitized HTML of source. `headingBase` is the level a "#" heading becomes (default 3). */
+/**
+ * The sanitized HTML of source, its bidirectional controls shown as markers
+ * (shown). `headingBase` is the level a "#" heading becomes (default 3).
+ */
 export function renderMarkdown(source: string, headingBase = 3): string {
   let md = renderers.get(headingBase);
   if (!md) {
     md = markedFor(headingBase);
     renderers.set(headingBase, md);
   }
-  const html = md.parse(source) as string;
+  const html = md.parse(shown(source)) as string;
   return sanitizer().sanitize(html, {
     ALLOWED_TAGS: allowedTags,
     ALLOWED_ATTR: allowedAttributes,
