@@ -40,10 +40,7 @@ type durable struct {
 }
 
 func newDurable(w *Worker) *durable {
-	views := w.cfg.Views
-	if views == nil {
-		views = projection.NewStore(w.js, w.top.Sessions, w.top.Questions)
-	}
+	views := w.views
 	replies := inbox.NewReplies(w.js, w.top.Sessions, views)
 	return &durable{
 		worker:   w,

@@ -18,6 +18,7 @@ import (
 	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
@@ -50,6 +51,7 @@ type foregroundHalf struct {
 	probes    sync.WaitGroup // claim holders being asked whether they are alive
 	probed    *prometheus.CounterVec
 	forged    *prometheus.CounterVec // consumers named like claims that are not (genuine)
+	untracked *prometheus.CounterVec // timed asks for calls the log does not track (W9)
 	leaseMu   sync.Mutex             // serialises re-holding the lease
 
 	mu       sync.Mutex
@@ -78,6 +80,7 @@ func newForeground(w *Worker) *foregroundHalf {
 			Name: "holdover_claims_forged_total",
 			Help: "Consumers on the claims stream named like a Client's claim that are not one (durable, pull, not on the claim's frame subject, or never ending): deleted, they claimed no wait.",
 		}),
+		untracked: w.metrics().EventsRejected,
 		leaseID:   id,
 		leaseName: leases.Name(userquestions.RoleWorker, id),
 	}
@@ -275,8 +278,19 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 			return err
 		}
 	}
-	var root *confirmation
+	// The checks that run beside the wait rather than before it, so that
+	// they cost the caller no latency: M9 for a caller the cache vouched
+	// for, and for a timed wait that the Session's log tracks its call
+	// (W9), which only a read can tell.
+	var checks []func(context.Context) error
 	if vouched {
+		checks = append(checks, func(ctx context.Context) error { return f.worker.roots.Check(ctx, a.Session, *a.Agent) })
+	}
+	if timeout > 0 {
+		checks = append(checks, func(ctx context.Context) error { return f.tracked(ctx, a.Session, a.CallID) })
+	}
+	var root *confirmation
+	if len(checks) > 0 {
 		root = &confirmation{done: make(chan struct{})}
 	}
 	// What the reply needs of the request, without its body and headers,
@@ -297,7 +311,7 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 		return err
 	}
 	if root != nil {
-		go f.confirm(ctx, root, w, a.Session, *a.Agent)
+		go f.confirm(ctx, root, w, checks)
 	}
 	if err := f.wf.publish(w); err != nil {
 		w.Reject(err)
@@ -311,28 +325,67 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 	return nil
 }
 
-// confirmation is an M9 check under way beside a wait.
+// confirmation is the checks under way beside a wait (begin).
 type confirmation struct {
 	done chan struct{}
 	err  error
 }
 
-// confirm checks ref against the registry while w runs, and ends w with
-// the refusal if the cache vouched for a caller that is no longer the live
-// root: a takeover or release the watch had not delivered yet (see
-// liveroot.Cache). Such a request may reach Clients for as long as the
-// read takes, and is then cancelled; its caller gets the refusal whatever
-// settled the wait, since finish waits for the check (which is long done
-// by the time a person answers).
-func (f *foregroundHalf) confirm(ctx context.Context, c *confirmation, w *waiter.Wait, sid string, ref holdover.AgentRef) {
+// confirm runs checks at once while w runs, and ends w with the first
+// refusal in their order: M9's, if the cache vouched for a caller that is
+// no longer the live root (a takeover or release the watch had not
+// delivered yet, see liveroot.Cache), then W9's. Such a request may reach
+// Clients for as long as the reads take, and is then cancelled; its caller
+// gets the refusal whatever settled the wait, since finish waits for the
+// checks (which are long done by the time a person answers).
+func (f *foregroundHalf) confirm(ctx context.Context, c *confirmation, w *waiter.Wait, checks []func(context.Context) error) {
 	defer close(c.done)
 	// Not cut short by Stop: a stopping worker's reply still needs it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), userquestions.DefaultCallTimeout)
 	defer cancel()
-	if c.err = f.worker.roots.Check(ctx, sid, ref); c.err != nil {
-		w.Reject(c.err)
+	errs := make([]error, len(checks))
+	var all sync.WaitGroup
+	for i, check := range checks {
+		all.Go(func() { errs[i] = check(ctx) })
+	}
+	all.Wait()
+	for _, err := range errs {
+		if err != nil {
+			c.err = err
+			w.Reject(err)
+			return
+		}
 	}
 }
+
+// tracked refuses a timed wait for a call that Session sid's log does not
+// track (W9): no later answer could reach it, so the runtime learns now,
+// with the cause, rather than its user later from accepted:false. A
+// Session with no log at all is served with a warning: the service used
+// without one has no late answers to lose. Each case is counted and
+// logged; a check that cannot read the log lets the wait run.
+func (f *foregroundHalf) tracked(ctx context.Context, sid, callID string) error {
+	u, untracked, err := f.worker.views.Untracked(ctx, sid, callID)
+	switch {
+	case err != nil:
+		f.log.Warn("could not check that the Session's log tracks a timed call; the wait runs", "session", sid, "call", callID, ops.Err(err))
+		return nil
+	case !untracked:
+		return nil
+	}
+	f.untracked.WithLabelValues(askTimedLabel, string(u.Reason)).Inc()
+	if u.Reason == projection.ReasonNoLog {
+		f.log.Warn("timed call in a Session with no log: served, but it cannot be answered after its wait", "session", sid, "call", callID, "reason", u.Reason)
+		return nil
+	}
+	f.log.Warn("refused a timed call the Session's log does not track; `holdover check` lists the log's problems",
+		"session", sid, "call", callID, "reason", u.Reason, "seq", u.Seq, "detail", u.Detail)
+	return u.Error()
+}
+
+// askTimedLabel is the type label under which holdover_events_rejected_total
+// counts the timed asks W9 refused or warned about, beside the event types.
+const askTimedLabel = "askTimed"
 
 // pending reports whether the check is still under way.
 func (c *confirmation) pending() bool {

@@ -111,6 +111,9 @@ type Worker struct {
 	cfg   Config
 	log   *slog.Logger
 	roots *liveroot.Registry
+	// views is the projection both halves read: late answers check
+	// against it (D6), timed asks that it tracks their call (W9).
+	views *projection.Store
 
 	// parts are the shares of the service's work. Each owns its endpoints
 	// and background work (consumers, timers).
@@ -193,6 +196,10 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 		roots:   liveroot.New(top.Roots),
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		runners: newRunners(),
+		views:   cfg.Views,
+	}
+	if w.views == nil {
+		w.views = projection.NewStore(js, top.Sessions, top.Questions)
 	}
 	w.svc = newAnnouncement(nc)
 	w.forged = counterVec(w.metrics(), prometheus.CounterOpts{

@@ -164,7 +164,7 @@ export interface AskTimedReply {
  */
 export interface ErrorReply {
   /**
-   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
+   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, UNTRACKED_CALL, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
    */
   code: string;
   message: string;
@@ -225,7 +225,7 @@ export interface DiscardReply {
  */
 export interface WireError {
   /**
-   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
+   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, UNTRACKED_CALL, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
    */
   code: string;
   message: string;
@@ -285,7 +285,7 @@ export interface ToolArguments {
    */
   questions: [Question, ...Question[]] | null;
   /**
-   * Seconds to wait in the foreground (M2): -1 waits until the user answers (M3), else 1..2147483; absent, the runtime's default applies. Only the timed tool schema has it.
+   * Seconds to wait in the foreground (M2): -1 waits until the user answers (M3), else 1..2147483; absent or null (as some providers send an optional parameter), the runtime's default applies. Only the timed tool schema has it.
    */
   timeout?: (
     | -1
@@ -293,7 +293,22 @@ export interface ToolArguments {
         [k: string]: unknown | undefined;
       }
   ) &
-    number;
+    (
+      | ((
+          | -1
+          | {
+              [k: string]: unknown | undefined;
+            }
+        ) &
+          number)
+      | ((
+          | -1
+          | {
+              [k: string]: unknown | undefined;
+            }
+        ) &
+          null)
+    );
   intent?: Intent;
 }
 /**
