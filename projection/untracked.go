@@ -114,27 +114,34 @@ func declaresAsk(tools []events.ToolSchema) bool {
 }
 
 // Untracked says whether call callID of Session sid is active in its View
-// as of its last event now and, when it is not, why (WhyUntracked). A
-// View this Store holds with the call active answers without a read: a
-// tracked call stays active until its own tool result, which its runtime
-// records after the ask this serves. Otherwise it costs CaughtUp, and a
-// read of the whole log only when the call is not active there.
+// as of its last event now and, when it is not, why (WhyUntracked). It
+// costs one read, of the Session's last seq, when the Session has no log
+// or this Store holds its View as of that seq (the projection worker
+// writing through it folded the call); otherwise the reads of CaughtUp,
+// and a read of the whole log only when the call is not active.
 func (s *Store) Untracked(ctx context.Context, sid, callID string) (Untracked, bool, error) {
-	if seen, ok := s.seen.get(sid); ok {
-		if _, active := seen.Find(callID); active {
-			return Untracked{}, false, nil
-		}
-	}
-	v, err := s.CaughtUp(ctx, sid)
+	last, err := s.log.Last(ctx, sid)
 	if err != nil {
 		return Untracked{}, false, err
 	}
-	if _, active := v.Find(callID); active {
-		return Untracked{}, false, nil
-	}
-	if v.LastSeq == 0 {
+	if last == 0 {
 		u, _ := WhyUntracked(nil, callID)
 		return u, true, nil
+	}
+	v, ok := s.seen.get(sid)
+	if !ok || v.LastSeq != last {
+		e, err := s.load(ctx, sid)
+		if err != nil {
+			return Untracked{}, false, err
+		}
+		if v = e.view; v.LastSeq < last {
+			if _, err := s.catchUp(ctx, sid, &v); err != nil {
+				return Untracked{}, false, err
+			}
+		}
+	}
+	if _, active := v.Find(callID); active {
+		return Untracked{}, false, nil
 	}
 	log, err := s.read(ctx, sid, 0)
 	if err != nil {

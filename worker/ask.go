@@ -310,15 +310,15 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 		f.replies.Done()
 		return err
 	}
-	if root != nil {
-		go f.confirm(ctx, root, w, checks)
-	}
 	if err := f.wf.publish(w); err != nil {
 		w.Reject(err)
 	}
 	// After the request, which is what the latency is measured by: a
 	// reply that overtakes this frame simply ends the call first.
 	f.sendAccepted(req.reply, w.ID())
+	if root != nil {
+		go f.confirm(ctx, root, w, checks)
+	}
 	if check, unknown := f.callers.unknown(caller); unknown {
 		go f.checkCaller(check)
 	}
@@ -363,7 +363,8 @@ func (f *foregroundHalf) confirm(ctx context.Context, c *confirmation, w *waiter
 // with the cause, rather than its user later from accepted:false. A
 // Session with no log at all is served with a warning: the service used
 // without one has no late answers to lose. Each case is counted and
-// logged; a check that cannot read the log lets the wait run.
+// logged (a Session with no log at info); a check that cannot read the
+// log lets the wait run.
 func (f *foregroundHalf) tracked(ctx context.Context, sid, callID string) error {
 	u, untracked, err := f.worker.views.Untracked(ctx, sid, callID)
 	switch {
@@ -375,7 +376,7 @@ func (f *foregroundHalf) tracked(ctx context.Context, sid, callID string) error 
 	}
 	f.untracked.WithLabelValues(askTimedLabel, string(u.Reason)).Inc()
 	if u.Reason == projection.ReasonNoLog {
-		f.log.Warn("timed call in a Session with no log: served, but it cannot be answered after its wait", "session", sid, "call", callID, "reason", u.Reason)
+		f.log.Info("timed call in a Session with no log: served, but it cannot be answered after its wait", "session", sid, "call", callID, "reason", u.Reason)
 		return nil
 	}
 	f.log.Warn("refused a timed call the Session's log does not track; `holdover check` lists the log's problems",
