@@ -1,6 +1,7 @@
 package logcheck_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/logcheck"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/schemas"
 	"github.com/holdover-dev/holdover/sessionlog"
 )
 
@@ -68,8 +70,8 @@ func TestCheckListsEveryProblemWithItsSeq(t *testing.T) {
 	} {
 		assert.Contains(t, all, want)
 	}
-	// Arguments without questions are no ask: the fold does not track it.
-	assert.Contains(t, all, "seq 2 tool/call: the question fold passes over it (invalid_arguments): the arguments do not fit tool/arguments.json: missing property 'questions'")
+	// Names are exact: the fold reads no call id from callID (issue 20).
+	assert.Contains(t, all, `seq 2 tool/call: the question fold passes over it (invalid_body): event tool/call: request has an unknown field "callID"`)
 	assert.Equal(t, 4, r.Bad())
 }
 
@@ -137,4 +139,59 @@ func TestCheckInboxAndProjection(t *testing.T) {
 	require.Len(t, wrong, 1)
 	assert.Contains(t, wrong[0].String(), "seq 4 userQuestions View: the stored View (lastSeq 4: 0 active, 0 settled) is not the fold of the log (lastSeq 4: 1 active, 0 settled); run `holdover rebuild`")
 	assert.Empty(t, logcheck.CheckProjection(folded, folded, true))
+}
+
+// One truth for the shapes (issue 20): for every fixture of what the fold
+// reads to track a call, the schema (what `holdover check` and the service
+// validate against) and the fold (events.Decode, projection.Reject) agree
+// on whether it is usable.
+func TestSchemaCheckAndFoldAgreeOnEveryFixture(t *testing.T) {
+	ask := `{"questions":[{"id":"q","question":"Ready?"}],"timeout":30}`
+	call := func(data string) string {
+		return `{"type":"tool/call","at":"2026-12-03T10:00:00Z","data":` + data + `}`
+	}
+	result := func(text string) string {
+		b, err := json.Marshal(text)
+		require.NoError(t, err)
+		return `{"type":"tool/result","at":"2026-12-03T10:00:00Z","data":{"callId":"c1","name":"ask_user_question","content":[{"type":"text","text":` + string(b) + `}]}}`
+	}
+	fixtures := []struct {
+		name string
+		data string
+		ok   bool
+	}{
+		{"valid call", call(`{"callId":"c1","name":"ask_user_question","arguments":` + ask + `}`), true},
+		{"null timeout", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":null}}`), true},
+		{"blocking timeout", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":-1}}`), true},
+		{"misspelt callID", call(`{"callID":"c1","name":"ask_user_question","arguments":` + ask + `}`), false},
+		{"misspelt Name", call(`{"callId":"c1","Name":"ask_user_question","arguments":` + ask + `}`), false},
+		{"timeout 1.5", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":1.5}}`), false},
+		{"timeout 0", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":0}}`), false},
+		{"timeout 2147484", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":2147484}}`), false},
+		{`timeout "5"`, call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":"5"}}`), false},
+		{"empty questions", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[]}}`), false},
+		{"unknown argument", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"Timeout":30}}`), false},
+		{"question without text", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":""}]}}`), false},
+		{"pending result", result(`{"pending":true,"callId":"c1","message":"later"}`), true},
+		{"answer batch", result(`{"answers":[{"id":"q","selected":["yes"]}]}`), true},
+		{"misspelt result callID", `{"type":"tool/result","at":"2026-12-03T10:00:00Z","data":{"callID":"c1","name":"ask_user_question","content":[]}}`, false},
+	}
+	for _, f := range fixtures {
+		t.Run(f.name, func(t *testing.T) {
+			problems, err := schemas.Validate(schemas.EventSchema, []byte(f.data))
+			require.NoError(t, err)
+			_, foldRejects := logcheck.Rejected(sessionlog.Stored{Seq: 1, Data: []byte(f.data)})
+			r, err := logcheck.Check([]sessionlog.Stored{{Seq: 1, HasPrev: true, Data: []byte(f.data)}})
+			require.NoError(t, err)
+			if f.ok {
+				assert.Empty(t, problems, "the schema takes it")
+				assert.False(t, foldRejects, "the fold takes it")
+				assert.Empty(t, r.Problems, "check takes it")
+				return
+			}
+			assert.True(t, foldRejects || len(problems) > 0, "someone refuses it")
+			assert.True(t, foldRejects, "the fold refuses it, as the schema or check does: %v %v", problems, r.Problems)
+			assert.NotEmpty(t, r.Problems, "check names it")
+		})
+	}
 }
