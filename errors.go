@@ -25,10 +25,10 @@ const (
 	CodeReplyQueued        Code = "REPLY_QUEUED"
 	CodeBadAnswer          Code = "BAD_ANSWER"
 	CodeToolOutcomeUnknown Code = "TOOL_OUTCOME_UNKNOWN"
-	// CodeUntrackedCall refuses a timed ask for a call the Session's log
-	// does not track, so no answer could reach it after the wait: no
-	// tool/call recorded, arguments that are not a valid ask, a legacy
-	// header (docs/spec.md W9).
+	// CodeUntrackedCall ends, instead of pending, a timed wait for a call
+	// the Session's log does not track, which no answer could reach after
+	// the wait: no tool/call recorded, arguments that are not a valid ask,
+	// a legacy header (docs/spec.md W9).
 	CodeUntrackedCall Code = "UNTRACKED_CALL"
 )
 

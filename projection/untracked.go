@@ -8,13 +8,13 @@ import (
 	"github.com/holdover-dev/holdover/events"
 )
 
-// The reasons a timed ask names a call the fold does not track
+// The reasons a timed wait names a call the fold does not track
 // (WhyUntracked), besides ReasonInvalidArguments. They are reason labels
 // of holdover_events_rejected_total too (type "askTimed") and stay stable.
 const (
 	// ReasonNoLog: the Session has no events at all. The service was used
-	// without a Session log: the wait runs, but the question cannot outlive
-	// it (accepted, with a warning).
+	// without a Session log: the wait goes pending, though the question
+	// cannot outlive it.
 	ReasonNoLog Reason = "no_log"
 	// ReasonNoCall: the Session has a log, and no ask_user_question
 	// tool/call of that call id is in it.
@@ -37,7 +37,8 @@ type Untracked struct {
 	Detail string
 }
 
-// Error is u as the error a timed ask is refused with: UNTRACKED_CALL.
+// Error is u as the error a timed wait ends with instead of pending:
+// UNTRACKED_CALL.
 func (u Untracked) Error() error {
 	return holdover.Newf(holdover.CodeUntrackedCall, "%s (%s)", u.Detail, u.Reason)
 }
@@ -79,7 +80,7 @@ func WhyUntracked(log []events.Event, callID string) (Untracked, bool) {
 	}
 	switch {
 	case len(log) == 0:
-		return Untracked{Reason: ReasonNoLog, Detail: "the Session has no events: the wait runs, but the question cannot be answered after it; " +
+		return Untracked{Reason: ReasonNoLog, Detail: "the Session has no events: the question cannot be answered after its wait; " +
 			"record the request/header and the tool/call before askTimed"}, true
 	case call.seq == 0:
 		return Untracked{Reason: ReasonNoCall, Detail: fmt.Sprintf("the Session's log (last seq %d) records no %s tool/call with callId %q; "+
@@ -114,12 +115,19 @@ func declaresAsk(tools []events.ToolSchema) bool {
 }
 
 // Untracked says whether call callID of Session sid is active in its View
-// as of its last event now and, when it is not, why (WhyUntracked). It
-// costs one read, of the Session's last seq, when the Session has no log
-// or this Store holds its View as of that seq (the projection worker
-// writing through it folded the call); otherwise the reads of CaughtUp,
-// and a read of the whole log only when the call is not active.
+// as of its last event now and, when it is not, why (WhyUntracked). A
+// View this Store holds with the call active answers without a read: a
+// tracked call stays active until its own tool result, which its runtime
+// records after the ask this serves. Otherwise it costs one read, of the
+// Session's last seq, when the Session has no log or this Store holds its
+// View as of that seq; else the reads of CaughtUp, and a read of the
+// whole log only when the call is not active.
 func (s *Store) Untracked(ctx context.Context, sid, callID string) (Untracked, bool, error) {
+	if seen, ok := s.seen.get(sid); ok {
+		if _, active := seen.Find(callID); active {
+			return Untracked{}, false, nil
+		}
+	}
 	last, err := s.log.Last(ctx, sid)
 	if err != nil {
 		return Untracked{}, false, err

@@ -278,19 +278,8 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 			return err
 		}
 	}
-	// The checks that run beside the wait rather than before it, so that
-	// they cost the caller no latency: M9 for a caller the cache vouched
-	// for, and for a timed wait that the Session's log tracks its call
-	// (W9), which only a read can tell.
-	var checks []func(context.Context) error
-	if vouched {
-		checks = append(checks, func(ctx context.Context) error { return f.worker.roots.Check(ctx, a.Session, *a.Agent) })
-	}
-	if timeout > 0 {
-		checks = append(checks, func(ctx context.Context) error { return f.tracked(ctx, a.Session, a.CallID) })
-	}
 	var root *confirmation
-	if len(checks) > 0 {
+	if vouched {
 		root = &confirmation{done: make(chan struct{})}
 	}
 	// What the reply needs of the request, without its body and headers,
@@ -310,83 +299,43 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 		f.replies.Done()
 		return err
 	}
+	if root != nil {
+		go f.confirm(ctx, root, w, a.Session, *a.Agent)
+	}
 	if err := f.wf.publish(w); err != nil {
 		w.Reject(err)
 	}
 	// After the request, which is what the latency is measured by: a
 	// reply that overtakes this frame simply ends the call first.
 	f.sendAccepted(req.reply, w.ID())
-	if root != nil {
-		go f.confirm(ctx, root, w, checks)
-	}
 	if check, unknown := f.callers.unknown(caller); unknown {
 		go f.checkCaller(check)
 	}
 	return nil
 }
 
-// confirmation is the checks under way beside a wait (begin).
+// confirmation is an M9 check under way beside a wait.
 type confirmation struct {
 	done chan struct{}
 	err  error
 }
 
-// confirm runs checks at once while w runs, and ends w with the first
-// refusal in their order: M9's, if the cache vouched for a caller that is
-// no longer the live root (a takeover or release the watch had not
-// delivered yet, see liveroot.Cache), then W9's. Such a request may reach
-// Clients for as long as the reads take, and is then cancelled; its caller
-// gets the refusal whatever settled the wait, since finish waits for the
-// checks (which are long done by the time a person answers).
-func (f *foregroundHalf) confirm(ctx context.Context, c *confirmation, w *waiter.Wait, checks []func(context.Context) error) {
+// confirm checks ref against the registry while w runs, and ends w with
+// the refusal if the cache vouched for a caller that is no longer the live
+// root: a takeover or release the watch had not delivered yet (see
+// liveroot.Cache). Such a request may reach Clients for as long as the
+// read takes, and is then cancelled; its caller gets the refusal whatever
+// settled the wait, since finish waits for the check (which is long done
+// by the time a person answers).
+func (f *foregroundHalf) confirm(ctx context.Context, c *confirmation, w *waiter.Wait, sid string, ref holdover.AgentRef) {
 	defer close(c.done)
 	// Not cut short by Stop: a stopping worker's reply still needs it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), userquestions.DefaultCallTimeout)
 	defer cancel()
-	errs := make([]error, len(checks))
-	var all sync.WaitGroup
-	for i, check := range checks {
-		all.Go(func() { errs[i] = check(ctx) })
-	}
-	all.Wait()
-	for _, err := range errs {
-		if err != nil {
-			c.err = err
-			w.Reject(err)
-			return
-		}
+	if c.err = f.worker.roots.Check(ctx, sid, ref); c.err != nil {
+		w.Reject(c.err)
 	}
 }
-
-// tracked refuses a timed wait for a call that Session sid's log does not
-// track (W9): no later answer could reach it, so the runtime learns now,
-// with the cause, rather than its user later from accepted:false. A
-// Session with no log at all is served with a warning: the service used
-// without one has no late answers to lose. Each case is counted and
-// logged (a Session with no log at info); a check that cannot read the
-// log lets the wait run.
-func (f *foregroundHalf) tracked(ctx context.Context, sid, callID string) error {
-	u, untracked, err := f.worker.views.Untracked(ctx, sid, callID)
-	switch {
-	case err != nil:
-		f.log.Warn("could not check that the Session's log tracks a timed call; the wait runs", "session", sid, "call", callID, ops.Err(err))
-		return nil
-	case !untracked:
-		return nil
-	}
-	f.untracked.WithLabelValues(askTimedLabel, string(u.Reason)).Inc()
-	if u.Reason == projection.ReasonNoLog {
-		f.log.Info("timed call in a Session with no log: served, but it cannot be answered after its wait", "session", sid, "call", callID, "reason", u.Reason)
-		return nil
-	}
-	f.log.Warn("refused a timed call the Session's log does not track; `holdover check` lists the log's problems",
-		"session", sid, "call", callID, "reason", u.Reason, "seq", u.Seq, "detail", u.Detail)
-	return u.Error()
-}
-
-// askTimedLabel is the type label under which holdover_events_rejected_total
-// counts the timed asks W9 refused or warned about, beside the event types.
-const askTimedLabel = "askTimed"
 
 // pending reports whether the check is still under way.
 func (c *confirmation) pending() bool {
@@ -411,6 +360,38 @@ func (c *confirmation) wait() error {
 	return c.err
 }
 
+// tracked refuses to turn pending a timed wait for a call that Session
+// sid's log does not track (W9): no later answer could reach it, so the
+// runtime learns it with the cause instead of pending, which would promise
+// the user an answerable question. It runs when the wait ends unanswered,
+// not beside it, so a call answered in time costs no read. A Session with
+// no log at all goes pending: the service used without one has no late
+// answer to lose. Each case is counted and logged (a Session with no log
+// at info); a check that cannot read the log lets the call go pending.
+func (f *foregroundHalf) tracked(ctx context.Context, sid, callID string) error {
+	u, untracked, err := f.worker.views.Untracked(ctx, sid, callID)
+	switch {
+	case err != nil:
+		f.log.Warn("could not check that the Session's log tracks a timed call; it goes pending", "session", sid, "call", callID, ops.Err(err))
+		return nil
+	case !untracked:
+		return nil
+	}
+	f.untracked.WithLabelValues(askTimedLabel, string(u.Reason)).Inc()
+	if u.Reason == projection.ReasonNoLog {
+		f.log.Info("timed call in a Session with no log went pending; it cannot be answered late", "session", sid, "call", callID, "reason", u.Reason)
+		return nil
+	}
+	f.log.Warn("refused to turn pending a timed call the Session's log does not track; `holdover check` lists the log's problems",
+		"session", sid, "call", callID, "reason", u.Reason, "seq", u.Seq, "detail", u.Detail)
+	return u.Error()
+}
+
+// askTimedLabel is the type label under which holdover_events_rejected_total
+// counts the timed calls W9 refused or let go pending untracked, beside
+// the event types.
+const askTimedLabel = "askTimed"
+
 func (f *foregroundHalf) sendAccepted(reply, requestID string) {
 	msg := nats.NewMsg(reply)
 	msg.Header.Set(userquestions.HeaderFrame, userquestions.FrameAccepted)
@@ -428,25 +409,44 @@ func (f *foregroundHalf) sendAccepted(reply, requestID string) {
 // way: that may take a round trip, which the other waits' outcomes must
 // not queue behind.
 func (f *foregroundHalf) finish(req *request, w *waiter.Wait, root *confirmation, claims []string) {
-	if root.pending() {
+	if root.pending() || goesPending(w) {
 		go f.reply(req, w, root, claims)
 		return
 	}
 	f.reply(req, w, root, claims)
 }
 
+// goesPending reports whether settled wait w turns pending (W5), unless
+// W9 refuses it: a timed wait that ended ASK_TIMED_OUT, and not because
+// its worker gave it up.
+func goesPending(w *waiter.Wait) bool {
+	_, err := w.Result(context.Background()) // settled: returns at once
+	return w.Timed() && holdover.HasCode(err, holdover.CodeAskTimedOut) && !errors.As(err, new(abandoned))
+}
+
 func (f *foregroundHalf) reply(req *request, w *waiter.Wait, root *confirmation, claims []string) {
 	defer f.replies.Done()
 	answers, settleErr := w.Result(context.Background()) // settled: returns at once
-	if err := root.wait(); err != nil {
+	refused := root.wait()
+	if refused != nil {
 		// The cache vouched for a caller the registry refuses: whatever
 		// settled the wait, the caller gets the refusal, never an answer.
-		answers, settleErr = nil, err
+		answers, settleErr = nil, refused
+	}
+	// What the caller gets: the settlement, unless W9 refuses the pending
+	// it would be. The Clients' cancel notice still says what ended the wait.
+	outcome := settleErr
+	if refused == nil && goesPending(w) {
+		ctx, cancel := context.WithTimeout(context.Background(), userquestions.DefaultCallTimeout)
+		if err := f.tracked(ctx, w.Key().Session, w.Key().CallID); err != nil {
+			outcome = err
+		}
+		cancel()
 	}
 	var result any
-	err := settleErr
+	err := outcome
 	if w.Timed() {
-		result, err = waiter.TimedOutcome(answers, settleErr)
+		result, err = waiter.TimedOutcome(answers, outcome)
 	} else if err == nil {
 		result = holdover.Batch{Answers: answers}
 	}
