@@ -395,7 +395,7 @@ const askTimedLabel = "askTimed"
 func (f *foregroundHalf) sendAccepted(reply, requestID string) {
 	msg := nats.NewMsg(reply)
 	msg.Header.Set(userquestions.HeaderFrame, userquestions.FrameAccepted)
-	msg.Data, _ = json.Marshal(userquestions.Accepted{Owner: f.leaseName, RequestID: requestID}) // strings only
+	msg.Data, _ = json.Marshal(userquestions.Accepted{Owner: f.leaseName, RequestID: requestID, ReleaseBoundMs: f.bound.Milliseconds()}) // cannot fail
 	if err := f.nc.PublishMsg(msg); err != nil {
 		f.log.Warn("send accepted frame", "request", requestID, ops.Err(err))
 	}

@@ -170,7 +170,7 @@ export interface ErrorReply {
   message: string;
 }
 /**
- * The first message back on an ask or askTimed reply subject, with the header Holdover-Frame: accepted: the worker that owns the wait, and the request id its status and abort requests name. A reply may overtake it.
+ * The first message back on an ask or askTimed reply subject, with the header Holdover-Frame: accepted: the worker that owns the wait, the request id its status and abort requests name, and the worker's release bound. A reply may overtake it.
  */
 export interface AcceptedFrame {
   /**
@@ -181,6 +181,10 @@ export interface AcceptedFrame {
    * The request, as the waterfall and cancel notices name it.
    */
   requestId: string;
+  /**
+   * The owning worker's release bound in milliseconds: its lease ends that long after the worker is gone. The caller's backstop (agent-protocol §7) counts in it: status half a bound past the deadline, with half a bound's patience.
+   */
+  releaseBoundMs: number;
 }
 /**
  * The body of a holdover.q.answer request: a late answer to a continued call (D6). The batch names every question of the call exactly once (BAD_ANSWER otherwise).
