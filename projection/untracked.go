@@ -27,6 +27,10 @@ const (
 	ReasonCallEnded Reason = "call_ended"
 )
 
+// CodeTool is the tool whose programs call ask_user_question as
+// sub-calls, recorded as tool/ptc-dispatch once they return (D4).
+const CodeTool = "run_code"
+
 // Untracked says why a Session's fold does not hold a call as active.
 type Untracked struct {
 	Reason Reason
@@ -44,8 +48,10 @@ func (u Untracked) Error() error {
 }
 
 // WhyUntracked folds log, a Session's whole log in order, and says why its
-// View does not end with call callID active, when it does not. It is pure,
-// like the fold whose rules it spells out.
+// View does not end with call callID active, when it does not and no later
+// event would track it: a call with no tool/call while a run_code call is
+// open may be its sub-call, which its tool/ptc-dispatch will track (D4).
+// It is pure, like the fold whose rules it spells out.
 func WhyUntracked(log []events.Event, callID string) (Untracked, bool) {
 	v := New()
 	var header struct {
@@ -59,6 +65,7 @@ func WhyUntracked(log []events.Event, callID string) (Untracked, bool) {
 		headerSeq  uint64
 		headerDecl bool
 	}
+	openCode := map[string]bool{} // run_code calls without a result yet
 	for _, e := range log {
 		v.Apply(e)
 		switch b := e.Body.(type) {
@@ -69,6 +76,11 @@ func WhyUntracked(log []events.Event, callID string) (Untracked, bool) {
 				call.seq, call.args, call.timed = e.Seq, b.Arguments, v.Timed
 				call.headerSeq, call.headerDecl = header.seq, header.declares
 			}
+			if b.Name == CodeTool {
+				openCode[b.CallID] = true
+			}
+		case *events.ToolResult:
+			delete(openCode, b.CallID)
 		case *events.PTCDispatch:
 			if args, ok := askArguments(b); ok && b.CallID == callID {
 				call.seq, call.args, call.timed = e.Seq, args, true
@@ -79,6 +91,10 @@ func WhyUntracked(log []events.Event, callID string) (Untracked, bool) {
 		return Untracked{}, false
 	}
 	switch {
+	case call.seq == 0 && len(openCode) > 0:
+		// A sub-call of a program still running: its tool/ptc-dispatch is
+		// recorded when it returns, and tracks it then (D4).
+		return Untracked{}, false
 	case len(log) == 0:
 		return Untracked{Reason: ReasonNoLog, Detail: "the Session has no events: the question cannot be answered after its wait; " +
 			"record the request/header and the tool/call before askTimed"}, true

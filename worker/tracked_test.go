@@ -63,7 +63,8 @@ func TestAskTimedRefusesACallTheLogDoesNotTrack_W9(t *testing.T) {
 		detail string // what the refusal's message names
 	}{
 		{"tracked", []events.Body{header(timedTool), call(`{"questions":[` + askQuestion + `],"timeout":30}`)}, "", ""},
-		{"no log: served with a warning", nil, "no_log", ""},
+		{"no log: goes pending", nil, "no_log", ""},
+		{"a sub-call of an open run_code call (D4)", []events.Body{header(timedTool), &events.ToolCall{Turn: "t1", CallID: "code-1", Name: "run_code", Arguments: json.RawMessage(`{"code":"1"}`)}}, "", ""},
 		{"no tool/call", []events.Body{header(timedTool)}, "no_call", `records no ask_user_question tool/call with callId "c1"`},
 		{"timeout 1.5", []events.Body{header(timedTool), call(`{"questions":[` + askQuestion + `],"timeout":1.5}`)}, "invalid_arguments", "timeout is in seconds, -1 (until answered) or 1–2147483; got 1.5"},
 		{"timeout 0", []events.Body{header(timedTool), call(`{"questions":[` + askQuestion + `],"timeout":0}`)}, "invalid_arguments", "got 0"},
