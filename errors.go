@@ -25,6 +25,11 @@ const (
 	CodeReplyQueued        Code = "REPLY_QUEUED"
 	CodeBadAnswer          Code = "BAD_ANSWER"
 	CodeToolOutcomeUnknown Code = "TOOL_OUTCOME_UNKNOWN"
+	// CodeUntrackedCall ends, instead of pending, a timed wait for a call
+	// the Session's log does not track, which no answer could reach after
+	// the wait: no tool/call recorded, arguments that are not a valid ask,
+	// a legacy header (docs/spec.md W9).
+	CodeUntrackedCall Code = "UNTRACKED_CALL"
 )
 
 // Codes for input and infrastructure failures that are not question

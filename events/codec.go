@@ -3,12 +3,17 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"time"
 
 	gojson "github.com/goccy/go-json"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/strictjson"
 )
+
+// exactNames are the types whose bodies identify a question call.
+var exactNames = map[Type]bool{TypeToolCall: true, TypeToolResult: true, TypePTCDispatch: true}
 
 // codec is the JSON implementation behind Encode and Decode.
 //
@@ -81,6 +86,14 @@ func (c codec) decode(data []byte) (Event, error) {
 	}
 	if err := c.unmarshal(e.Data, body); err != nil {
 		return e, holdover.Wrapf(err, holdover.CodeBadRequest, "event %s", e.Type)
+	}
+	// The bodies that open and move question calls are read by exact
+	// member names, as their schemas are closed: a misspelt callID is an
+	// invalid body, never a call id the case-folding decoder filled in.
+	if exactNames[e.Type] {
+		if err := strictjson.Check(e.Data, reflect.TypeOf(body)); err != nil {
+			return e, holdover.Wrapf(err, holdover.CodeBadRequest, "event %s", e.Type)
+		}
 	}
 	if err := body.Validate(); err != nil {
 		return e, err

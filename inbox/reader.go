@@ -258,6 +258,33 @@ func Since(ctx context.Context, stream jetstream.Stream, sid string, after uint6
 	return msgs, bad, nil
 }
 
+// Stored is one message of a Session's inbox as it is stored, not decoded.
+type Stored struct {
+	Seq  uint64
+	Data []byte
+}
+
+// ReadStored returns every message of Session sid's inbox, its own subject
+// and its reply subjects, in order and as stored, passing over reservation
+// markers: for tools that check what a writer published rather than what a
+// reader makes of it (`holdover check`).
+func ReadStored(ctx context.Context, stream jetstream.Stream, sid string) ([]Stored, error) {
+	subjects, err := streams.InboxSubjects(sid)
+	if err != nil {
+		return nil, err
+	}
+	var out []Stored
+	err = readFrom(ctx, stream, subjects, 1, func(m stored) {
+		if !IsMarker(m.header) {
+			out = append(out, Stored{Seq: m.seq, Data: m.data})
+		}
+	})
+	if err != nil {
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "read the inbox of session %s", sid)
+	}
+	return out, nil
+}
+
 // route hands a message the consumer of s delivered to its Session.
 func (r *Reader) route(s *shard, m jetstream.Msg) {
 	meta, err := m.Metadata()

@@ -193,6 +193,13 @@ func (w *wireSchemas) observe(m *nats.Msg, sent bool) error {
 			return fmt.Errorf("a reservation marker has a body: %q", m.Data)
 		}
 		return nil
+	case m.Header.Get("Status") != "":
+		// A NATS status (404 for a direct get of an empty subject, 503 no
+		// responders) is no Holdover body.
+		if len(m.Data) > 0 {
+			return fmt.Errorf("a status message has a body: %q", m.Data)
+		}
+		return nil
 	}
 	if schema == "" {
 		if json.Valid(m.Data) && len(m.Data) > 0 && !natsOwn(m.Subject) {

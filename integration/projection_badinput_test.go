@@ -72,6 +72,11 @@ func TestProjectionPassesOverBadInput(t *testing.T) {
 	rejected := func(typ string, reason projection.Reason) float64 {
 		return counterValue(workers.metrics.EventsRejected.WithLabelValues(typ, string(reason)))
 	}
+	// Rejections are reported as their deliveries are acknowledged, which
+	// is after the write the convergence saw.
+	require.Eventually(t, func() bool {
+		return rejected("unknown", projection.ReasonUndecodable) > 0 && rejected("tool/call", projection.ReasonInvalidBody) > 0
+	}, 10*time.Second, time.Millisecond)
 	assert.Equal(t, float64(1), rejected("unknown", projection.ReasonUndecodable), "the event that is not JSON")
 	assert.Equal(t, float64(1), rejected("tool/call", projection.ReasonInvalidBody), "the call without a callId")
 	assert.Equal(t, float64(0), errorsWith(holdover.CodeBadRequest), "rejected events are no failures; the unknown type is neither")

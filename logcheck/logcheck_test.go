@@ -1,6 +1,7 @@
 package logcheck_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/logcheck"
+	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/schemas"
 	"github.com/holdover-dev/holdover/sessionlog"
 )
 
@@ -66,8 +70,128 @@ func TestCheckListsEveryProblemWithItsSeq(t *testing.T) {
 	} {
 		assert.Contains(t, all, want)
 	}
-	// Go's decoder matches field names without regard to case, so the fold
-	// reads callID as callId; the schema, which is the contract, does not.
-	assert.NotContains(t, all, "seq 2 tool/call: the question fold passes over it")
+	// Names are exact: the fold reads no call id from callID (issue 20).
+	assert.Contains(t, all, `seq 2 tool/call: the question fold passes over it (invalid_body): event tool/call: request has an unknown field "callID"`)
 	assert.Equal(t, 4, r.Bad())
+}
+
+// Issue 20: check reads everything the fold reads. A timeout recorded in
+// milliseconds leaves the call untracked, and a result text that is
+// neither pending nor an answer batch removes it; each gets its line.
+func TestCheckNamesAsksAndResultsTheFoldCannotTrack(t *testing.T) {
+	header := `{"type":"request/header","at":"2026-12-03T10:00:00Z","data":{"tools":[{"name":"ask_user_question","inputSchema":{"type":"object","properties":{"timeout":{"type":"integer"}}}}]}}`
+	log := []sessionlog.Stored{
+		{Seq: 1, HasPrev: true, Data: []byte(header)},
+		{Seq: 2, HasPrev: true, Prev: 1, Data: []byte(`{"type":"tool/call","at":"2026-12-03T10:00:01Z","data":{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":1.5}}}`)},
+		{Seq: 3, HasPrev: true, Prev: 2, Data: []byte(`{"type":"tool/call","at":"2026-12-03T10:00:02Z","data":{"callId":"c2","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"},{"id":"q","question":"Sure?"}]}}}`)},
+		{Seq: 4, HasPrev: true, Prev: 3, Data: []byte(`{"type":"tool/result","at":"2026-12-03T10:00:03Z","data":{"callId":"c3","name":"ask_user_question","content":[{"type":"text","text":"{\"pending\":true}"}]}}`)},
+		{Seq: 5, HasPrev: true, Prev: 4, Data: []byte(`{"type":"tool/result","at":"2026-12-03T10:00:04Z","data":{"callId":"c4","name":"ask_user_question","content":[{"type":"text","text":"{\"answers\":[{\"id\":\"q\"}]}"}]}}`)},
+		{Seq: 6, HasPrev: true, Prev: 5, Data: []byte(`{"type":"tool/result","at":"2026-12-03T10:00:05Z","data":{"callId":"c5","name":"ask_user_question","content":[{"type":"text","text":"{\"pending\":true,\"callId\":\"c5\",\"message\":\"later\"}"}]}}`)},
+	}
+	r, err := logcheck.Check(log)
+	require.NoError(t, err)
+	var lines []string
+	for _, p := range r.Problems {
+		lines = append(lines, p.String())
+	}
+	all := strings.Join(lines, "\n")
+	t.Log(all)
+	for _, want := range []string{
+		"seq 2 tool/call: the question fold passes over it (invalid_arguments): timeout is in seconds, -1 (until answered) or 1–2147483; got 1.5",
+		`seq 3 tool/call: the question fold passes over it (invalid_arguments): question id "q" is used twice in one call`,
+		"seq 4 tool/result: the result text does not fit tool/pending.json (pending, which continues the call): missing properties 'callId', 'message'",
+		"seq 5 tool/result: the result text does not fit tool/answers.json (an answer batch, which settles the call): /answers/0: missing property 'selected'",
+	} {
+		assert.Contains(t, all, want)
+	}
+	assert.NotContains(t, all, "seq 6", "a pending result as the service writes it is fine")
+	assert.Equal(t, 4, r.Bad())
+}
+
+// An inbox message the agent's reader would pass over is named with its
+// stream seq; so is a stored View that is not the fold of its log.
+func TestCheckInboxAndProjection(t *testing.T) {
+	good := `{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`
+	problems, err := logcheck.CheckInbox([]inbox.Stored{
+		{Seq: 7, Data: []byte(good)},
+		{Seq: 8, Data: []byte(`{"id":"m2","role":"user","content":[{"type":"text","text":"hi"}]}`)},
+		{Seq: 9, Data: []byte(`{"id":"m3","role":"user","content":[],"source":{"kind":"user"},"Source":{}}`)},
+	})
+	require.NoError(t, err)
+	var lines []string
+	for _, p := range problems {
+		lines = append(lines, p.String())
+	}
+	all := strings.Join(lines, "\n")
+	t.Log(all)
+	assert.NotContains(t, all, "seq 7")
+	assert.Contains(t, all, "seq 8 inbox message: missing property 'source'")
+	assert.Contains(t, all, "seq 9 inbox message: additional properties 'Source' not allowed")
+
+	stored, folded := projection.New(), projection.New()
+	folded.LastSeq = 4
+	lag := logcheck.CheckProjection(stored, folded, false)
+	require.Len(t, lag, 1)
+	assert.Contains(t, lag[0].String(), "a projection worker has events left to fold")
+	stored.LastSeq = 4
+	folded.Active = []projection.Call{{CallID: "c1", Status: projection.Open, Seq: 2}}
+	wrong := logcheck.CheckProjection(stored, folded, false)
+	require.Len(t, wrong, 1)
+	assert.Contains(t, wrong[0].String(), "seq 4 userQuestions View: the stored View (lastSeq 4: 0 active, 0 settled) is not the fold of the log (lastSeq 4: 1 active, 0 settled); run `holdover rebuild`")
+	assert.Empty(t, logcheck.CheckProjection(folded, folded, true))
+}
+
+// One truth for the shapes (issue 20): for every fixture of what the fold
+// reads to track a call, the schema (what `holdover check` and the service
+// validate against) and the fold (events.Decode, projection.Reject) agree
+// on whether it is usable.
+func TestSchemaCheckAndFoldAgreeOnEveryFixture(t *testing.T) {
+	ask := `{"questions":[{"id":"q","question":"Ready?"}],"timeout":30}`
+	call := func(data string) string {
+		return `{"type":"tool/call","at":"2026-12-03T10:00:00Z","data":` + data + `}`
+	}
+	result := func(text string) string {
+		b, err := json.Marshal(text)
+		require.NoError(t, err)
+		return `{"type":"tool/result","at":"2026-12-03T10:00:00Z","data":{"callId":"c1","name":"ask_user_question","content":[{"type":"text","text":` + string(b) + `}]}}`
+	}
+	fixtures := []struct {
+		name string
+		data string
+		ok   bool
+	}{
+		{"valid call", call(`{"callId":"c1","name":"ask_user_question","arguments":` + ask + `}`), true},
+		{"null timeout", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":null}}`), true},
+		{"blocking timeout", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":-1}}`), true},
+		{"misspelt callID", call(`{"callID":"c1","name":"ask_user_question","arguments":` + ask + `}`), false},
+		{"misspelt Name", call(`{"callId":"c1","Name":"ask_user_question","arguments":` + ask + `}`), false},
+		{"timeout 1.5", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":1.5}}`), false},
+		{"timeout 0", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":0}}`), false},
+		{"timeout 2147484", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":2147484}}`), false},
+		{`timeout "5"`, call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"timeout":"5"}}`), false},
+		{"empty questions", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[]}}`), false},
+		{"unknown argument", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Ready?"}],"Timeout":30}}`), false},
+		{"question without text", call(`{"callId":"c1","name":"ask_user_question","arguments":{"questions":[{"id":"q","question":""}]}}`), false},
+		{"pending result", result(`{"pending":true,"callId":"c1","message":"later"}`), true},
+		{"answer batch", result(`{"answers":[{"id":"q","selected":["yes"]}]}`), true},
+		{"misspelt result callID", `{"type":"tool/result","at":"2026-12-03T10:00:00Z","data":{"callID":"c1","name":"ask_user_question","content":[]}}`, false},
+	}
+	for _, f := range fixtures {
+		t.Run(f.name, func(t *testing.T) {
+			problems, err := schemas.Validate(schemas.EventSchema, []byte(f.data))
+			require.NoError(t, err)
+			_, foldRejects := logcheck.Rejected(sessionlog.Stored{Seq: 1, Data: []byte(f.data)})
+			r, err := logcheck.Check([]sessionlog.Stored{{Seq: 1, HasPrev: true, Data: []byte(f.data)}})
+			require.NoError(t, err)
+			if f.ok {
+				assert.Empty(t, problems, "the schema takes it")
+				assert.False(t, foldRejects, "the fold takes it")
+				assert.Empty(t, r.Problems, "check takes it")
+				return
+			}
+			assert.True(t, foldRejects || len(problems) > 0, "someone refuses it")
+			assert.True(t, foldRejects, "the fold refuses it, as the schema or check does: %v %v", problems, r.Problems)
+			assert.NotEmpty(t, r.Problems, "check names it")
+		})
+	}
 }

@@ -56,7 +56,7 @@ func NewMetrics() *Metrics {
 	m.ReservationMarkers = projection.CounterVec("reservation_markers_total", "Markers written on late-reply subjects after the Session log released a reply or restored a released one (D8).", "marker")
 	m.KVConflicts = all.CounterVec("kv_write_conflicts_total", "KV compare-and-set writes that lost to a concurrent writer.", "bucket")
 	m.Errors = all.CounterVec("errors_total", "Failures and passed-over input, by component and stable error code.", "component", "code")
-	m.EventsRejected = all.CounterVec("events_rejected_total", "Session events the question fold could not use, by event type and reason (undecodable, invalid_body, tool_schema_key).", "type", "reason")
+	m.EventsRejected = all.CounterVec("events_rejected_total", "Session events the question fold could not use, by event type and reason (undecodable, invalid_body, tool_schema_key, invalid_arguments); and, under type askTimed, the timed waits ended unanswered for a call the log does not track, by reason (no_log: went pending, logged at info; no_call, invalid_arguments, legacy_header, call_ended: refused UNTRACKED_CALL instead of pending).", "type", "reason")
 	return m
 }
 

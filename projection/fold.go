@@ -136,9 +136,9 @@ func (v *View) applyAdmission(m events.Message, seq uint64) {
 // ask_user_question arguments raw; a call whose arguments are not a valid
 // ask is not tracked (M2–M4).
 func (v *View) trackAsk(c Call, raw json.RawMessage) {
-	args, ok := parseArgs(raw)
-	if !ok {
-		return
+	args, err := CheckArguments(raw)
+	if err != nil {
+		return // Reject names the problem
 	}
 	c.Questions = args.Questions
 	c.Blocking = args.Timeout != nil && *args.Timeout == holdover.BlockingTimeout
@@ -251,20 +251,6 @@ func parseTimeoutProperty(schema json.RawMessage) bool {
 	}
 	timeout, ok := s.Properties["timeout"]
 	return ok && string(timeout) != "null"
-}
-
-// parseArgs decodes and checks the arguments of an ask_user_question
-// call: valid questions (M4) and, when present, a timeout of -1 or
-// 1..2147483 seconds (M2, M3). Calls with other arguments are not tracked.
-func parseArgs(raw json.RawMessage) (holdover.ToolArgs, bool) {
-	var args holdover.ToolArgs
-	if json.Unmarshal(raw, &args) != nil || holdover.ValidateQuestions(args.Questions) != nil {
-		return holdover.ToolArgs{}, false
-	}
-	if t := args.Timeout; t != nil && !holdover.ValidTimeoutSeconds(*t) {
-		return holdover.ToolArgs{}, false
-	}
-	return args, true
 }
 
 // replyAnswers reads the answers of a late reply to a call with

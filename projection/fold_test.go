@@ -856,3 +856,26 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(data)
 }
+
+// Issue 20: a re-ask (a new tool/call of the same id) while a late reply
+// is queued replaces the continued call and its queued reply (D3); the old
+// reply, admitted after it, settles the new call with its answers (D5). So
+// a runtime admits or discards a queued reply before it asks again under
+// the same id (docs/agent-protocol.md §9).
+func TestReAskWithAQueuedReply_D3_D5(t *testing.T) {
+	s := new(session).add(timedHeader(), ask("c1"), pending("c1"), spliced("m1", "c1", bothAnswered))
+	queued := s.fold()
+	require.Len(t, queued.Active, 1)
+	require.NotNil(t, queued.Active[0].Queued, "the reply is queued")
+
+	reasked := s.add(ask("c1")).fold()
+	require.Len(t, reasked.Active, 1)
+	assert.Equal(t, projection.Open, reasked.Active[0].Status)
+	assert.Nil(t, reasked.Active[0].Queued, "the new call has no queued reply")
+
+	late := s.add(admitted("m1", "c1", bothAnswered)).fold()
+	assert.Empty(t, late.Active)
+	settled, ok := late.FindSettled("c1")
+	require.True(t, ok, "the old reply settled the new call")
+	assert.Equal(t, bothAnswered, settled.Answers)
+}

@@ -28,6 +28,10 @@ const (
 	// input_schema, function.parameters), so the Session's calls are not
 	// tracked as timed (D2).
 	ReasonToolSchemaKey Reason = "tool_schema_key"
+	// ReasonInvalidArguments: an ask_user_question tool/call (or a pending
+	// tool/ptc-dispatch) whose arguments are not a valid ask
+	// (CheckArguments), so the call is not tracked (M2–M4).
+	ReasonInvalidArguments Reason = "invalid_arguments"
 )
 
 // unknownType is the type label of an event whose type is not one this
@@ -68,6 +72,12 @@ func Reject(e events.Event, decodeErr error) (Rejection, bool) {
 		}
 		return r, true
 	}
+	if args, ok := askArguments(e.Body); ok {
+		if _, err := CheckArguments(args); err != nil {
+			return Rejection{Seq: e.Seq, Type: string(e.Type), Reason: ReasonInvalidArguments, Detail: holdover.Wire(err).Message + "; the call is not tracked, so it cannot be answered late"}, true
+		}
+		return Rejection{}, false
+	}
 	h, ok := e.Body.(*events.RequestHeader)
 	if !ok || offersTimedTool(h.Tools) || !declaresAskWithoutSchema(h.Tools) {
 		return Rejection{}, false
@@ -76,6 +86,23 @@ func Reject(e events.Event, decodeErr error) (Rejection, bool) {
 		return Rejection{Seq: e.Seq, Type: string(e.Type), Reason: ReasonToolSchemaKey, Detail: detail}, true
 	}
 	return Rejection{}, false
+}
+
+// askArguments returns the arguments of a body the fold would track as an
+// ask_user_question call if they were a valid ask: a tool/call of the
+// tool, or a tool/ptc-dispatch of it that returned pending (D3, D4).
+func askArguments(b events.Body) (json.RawMessage, bool) {
+	switch b := b.(type) {
+	case *events.ToolCall:
+		return b.Arguments, b.Name == holdover.ToolName
+	case *events.PTCDispatch:
+		if b.Name != holdover.ToolName || failed(b.IsError, b.Error) {
+			return nil, false
+		}
+		_, pending := holdover.ParsePending(events.JoinText(b.Content))
+		return b.Arguments, pending
+	}
+	return nil, false
 }
 
 // declaresAskWithoutSchema reports whether tools name ask_user_question

@@ -248,15 +248,9 @@ func (s *Store) keepProof(sid string, v View) {
 // and returns how many it read. A stored event that no longer decodes is
 // passed over like an unknown type: it advances LastSeq and nothing else.
 func (s *Store) catchUp(ctx context.Context, sid string, v *View) (int, error) {
-	evts, bad, err := s.log.Read(ctx, sid, v.LastSeq)
+	evts, err := s.read(ctx, sid, v.LastSeq)
 	if err != nil {
 		return 0, err
-	}
-	for _, b := range bad {
-		evts = append(evts, events.Event{Seq: b.Seq})
-	}
-	if len(bad) > 0 {
-		slices.SortFunc(evts, func(a, b events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	}
 	for _, e := range evts {
 		v.Apply(e)
@@ -269,4 +263,20 @@ func sameView(a, b View) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// read returns Session sid's events after seq `after`, in order, with each
+// stored event that no longer decodes as a blank event of its seq.
+func (s *Store) read(ctx context.Context, sid string, after uint64) ([]events.Event, error) {
+	evts, bad, err := s.log.Read(ctx, sid, after)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bad {
+		evts = append(evts, events.Event{Seq: b.Seq})
+	}
+	if len(bad) > 0 {
+		slices.SortFunc(evts, func(a, b events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	}
+	return evts, nil
 }

@@ -290,6 +290,11 @@ func (a *Agent) endTurn(ctx context.Context, reason string) error {
 func (a *Agent) splice(ctx context.Context, q inbox.Queued) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.spliceLocked(ctx, q)
+}
+
+// spliceLocked is splice with a.mu held.
+func (a *Agent) spliceLocked(ctx context.Context, q inbox.Queued) error {
 	if _, seen := a.st.inbox[q.Message.ID]; seen || q.Seq <= a.st.inboxSeq {
 		return nil
 	}
@@ -305,13 +310,22 @@ func (a *Agent) splice(ctx context.Context, q inbox.Queued) error {
 
 // Discard drops a queued message before it is admitted and records
 // agent/inbox/discarded. For a late answer this releases its reservation:
-// the question stays answerable (D8, §7). A message that was admitted,
-// discarded or released already is CONFLICT; one the agent never spliced
-// is NOT_FOUND.
+// the question stays answerable (D8, §7). A message in the inbox that the
+// reader has not delivered yet is spliced first, with every message before
+// it, as the reader would have: a reply the service accepted holds its call
+// from then on, so "no such message" would be untrue. A message that was
+// admitted, discarded or released already is CONFLICT; one the inbox does
+// not hold is NOT_FOUND.
 func (a *Agent) Discard(ctx context.Context, messageID, reason string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	it, ok := a.st.inbox[messageID]
+	if !ok {
+		if err := a.spliceUpTo(ctx, messageID); err != nil {
+			return err
+		}
+		it, ok = a.st.inbox[messageID]
+	}
 	switch {
 	case !ok:
 		return holdover.Newf(holdover.CodeNotFound, "session %s has no inbox message %q", a.sid, messageID)
@@ -322,6 +336,23 @@ func (a *Agent) Discard(ctx context.Context, messageID, reason string) error {
 		reason = "discarded on request"
 	}
 	return a.record(ctx, &events.InboxDiscarded{Turn: a.st.turn, MessageID: messageID, Reason: reason})
+}
+
+// spliceUpTo reads the inbox after the last spliced message and splices
+// each message up to the one named messageID, if the inbox holds it. Held
+// a.mu; the reader's own delivery of them later is passed over.
+func (a *Agent) spliceUpTo(ctx context.Context, messageID string) error {
+	unread, _, err := inbox.Since(ctx, a.rt.stream, a.sid, a.st.inboxSeq)
+	if err != nil {
+		return err
+	}
+	last := slices.IndexFunc(unread, func(q inbox.Queued) bool { return q.Message.ID == messageID })
+	for _, q := range unread[:last+1] {
+		if err := a.spliceLocked(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finalText is the text of the last assistant message that has any.

@@ -106,3 +106,28 @@ func TestInboxReadsReplySubjectsAndPassesOverMarkers(t *testing.T) {
 	}
 	require.Equal(t, []string{"reply-1", later}, spliced, runtimetest.Describe(evts))
 }
+
+// A message the inbox holds is discarded even before the agent's reader
+// has delivered it (issue 20): the agent splices it then and there, with
+// whatever came before it, rather than answer NOT_FOUND for a reply that
+// exists and holds its call. Each message here is discarded the moment it
+// is stored, racing the reader; whichever wins, it is discarded once and
+// never admitted.
+func TestDiscardTakesAMessageTheReaderHasNotDelivered(t *testing.T) {
+	h := start(t, "work 1 of 10s\nsay Done.")
+	h.run("s1")
+	h.steer("s1", "start")
+	h.AwaitCount("s1", events.TypeToolCall, 1)
+	require.NoError(t, h.clock.BlockUntilContext(h.ctx, 1))
+	const n = 20
+	for i := range n {
+		id := h.steer("s1", "never mind")
+		require.NoError(t, runtime.Discard(h.ctx, h.env.Conn, "s1", id, "taken back"), "message %d", i)
+	}
+	evts := h.AwaitCount("s1", events.TypeInboxDiscarded, n)
+	require.Equal(t, n+1, runtimetest.Count(evts, events.TypeInboxSpliced), "each message spliced once")
+
+	h.clock.Advance(10 * time.Second)
+	evts = h.AwaitCount("s1", events.TypeTurnEnd, 1)
+	require.Equal(t, 1, runtimetest.Count(evts, events.TypeUserMessage), "no discarded message was admitted")
+}

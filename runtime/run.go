@@ -73,6 +73,7 @@ type Runtime struct {
 	nc         *nats.Conn
 	js         jetstream.JetStream
 	sessions   *sessionlog.Log
+	stream     jetstream.Stream // SESSIONS: the logs and the inboxes
 	inboxes    *inbox.Reader
 	roots      *liveroot.Registry
 	clock      clockwork.Clock
@@ -153,6 +154,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, holdover.Wrapf(err, holdover.CodeInternal, "open bucket %s", streams.RootsBucket)
 	}
 	rt.sessions = sessionlog.New(rt.js, sessions)
+	rt.stream = sessions
 	rt.roots = liveroot.New(kv)
 	// Before any Session is registered: a record naming this instance is
 	// only believed while this lease exists.

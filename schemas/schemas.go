@@ -47,8 +47,19 @@ func Files() fs.FS { return files }
 // $refs between them resolve against it, and nothing is fetched.
 const base = "holdover:///"
 
-// compiled holds every schema of the folder, compiled once.
-var compiled = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+// folder is every schema of the folder, loaded into one compiler once;
+// each is compiled the first time it is asked for (compile), so a process
+// that validates one shape (the fold's ask arguments) pays for that shape
+// and what it refers to, not for the whole folder.
+type folder struct {
+	names []string // sorted
+
+	mu       sync.Mutex // the compiler is not safe for concurrent use
+	compiler *jsonschema.Compiler
+	compiled sync.Map // name → *jsonschema.Schema
+}
+
+var loaded = sync.OnceValues(func() (*folder, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
@@ -71,29 +82,41 @@ var compiled = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*jsonschema.Schema, len(names))
-	for _, name := range names {
-		s, err := c.Compile(base + name)
-		if err != nil {
-			return nil, holdover.Wrapf(err, holdover.CodeInternal, "compile schema %s", name)
-		}
-		out[name] = s
-	}
-	return out, nil
+	sort.Strings(names)
+	return &folder{names: names, compiler: c}, nil
 })
 
-// Names lists the schema files, sorted.
+// compile returns the compiled schema file name, compiling it the first
+// time; an unknown name is an INTERNAL error.
+func (f *folder) compile(name string) (*jsonschema.Schema, error) {
+	if s, ok := f.compiled.Load(name); ok {
+		return s.(*jsonschema.Schema), nil
+	}
+	if _, found := slices.BinarySearch(f.names, name); !found {
+		return nil, holdover.Newf(holdover.CodeInternal, "no schema %q in the schema folder", name)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, err := f.compiler.Compile(base + name)
+	if err != nil {
+		return nil, holdover.Wrapf(err, holdover.CodeInternal, "compile schema %s", name)
+	}
+	f.compiled.Store(name, s)
+	return s, nil
+}
+
+// Names lists the schema files, sorted, each of which compiles.
 func Names() []string {
-	all, err := compiled()
+	f, err := loaded()
 	if err != nil {
 		return nil
 	}
-	names := make([]string, 0, len(all))
-	for n := range all {
-		names = append(names, n)
+	for _, name := range f.names {
+		if _, err := f.compile(name); err != nil {
+			return nil
+		}
 	}
-	sort.Strings(names)
-	return names
+	return slices.Clone(f.names)
 }
 
 // Problem is one way a document breaks its schema.
@@ -116,13 +139,13 @@ func (p Problem) String() string {
 // fits. An unknown schema name is an INTERNAL error; a document that is
 // not JSON is a problem of its own.
 func Validate(name string, data []byte) ([]Problem, error) {
-	all, err := compiled()
+	f, err := loaded()
 	if err != nil {
 		return nil, err
 	}
-	s, ok := all[name]
-	if !ok {
-		return nil, holdover.Newf(holdover.CodeInternal, "no schema %q in the schema folder", name)
+	s, err := f.compile(name)
+	if err != nil {
+		return nil, err
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {

@@ -65,7 +65,7 @@ func fullShapes() map[string]any {
 		"replies/error.json":      *wireErr,
 		"replies/resume.json":     liveroot.ResumeReply{Instance: "runtime-a", Error: wireErr},
 		"replies/discard.json":    runtime.DiscardReply{Error: wireErr},
-		"frames/accepted.json":    userquestions.Accepted{Owner: "lease~worker~w1", RequestID: "r1"},
+		"frames/accepted.json":    userquestions.Accepted{Owner: "lease~worker~w1", RequestID: "r1", ReleaseBoundMs: 2000},
 		"frames/claim.json":       userquestions.ClaimFrame{RemainingMs: &remaining, Closed: true},
 		"waterfall/request.json":  request,
 		"waterfall/outcome.json":  userquestions.WaterfallOutcome{Kind: userquestions.OutcomeReject, Answers: answers, Error: wireErr},

@@ -174,8 +174,17 @@ func (c comparison) compare(file string, node any, typ reflect.Type, where strin
 		c.t.Errorf("%s: schema is not an object", where)
 		return
 	}
+	// A pointer reads null as nil, as if the field were absent, so its
+	// schema may allow null (ToolArgs.Timeout, which models send as null).
+	pointer := typ.Kind() == reflect.Pointer
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
+	}
+	scalar := func(jsonType string) []string {
+		if pointer {
+			return []string{jsonType, "null"}
+		}
+		return []string{jsonType}
 	}
 	switch {
 	case typ == reflect.TypeFor[json.RawMessage]():
@@ -195,14 +204,14 @@ func (c comparison) compare(file string, node any, typ reflect.Type, where strin
 		c.compare(file, s["items"], typ.Elem(), where+"[]")
 	case reflect.String:
 		if _, enum := s["enum"]; !enum {
-			c.wantType(s, where, "string")
+			c.wantType(s, where, scalar("string")...)
 		}
 	case reflect.Bool:
-		c.wantType(s, where, "boolean")
+		c.wantType(s, where, scalar("boolean")...)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		c.wantType(s, where, "integer")
+		c.wantType(s, where, scalar("integer")...)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		c.wantType(s, where, "integer")
+		c.wantType(s, where, scalar("integer")...)
 		if m, _ := s["minimum"].(float64); m < 0 || s["minimum"] == nil {
 			c.t.Errorf("%s: an unsigned integer has a minimum of 0 or more", where)
 		}

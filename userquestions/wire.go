@@ -73,10 +73,15 @@ const (
 )
 
 // Accepted is the body of the accepted frame: the lease of the worker
-// owning the wait, and the request id to abort or ask the status of.
+// owning the wait, the request id to abort or ask the status of, and the
+// worker's release bound, which a caller's backstop counts in (docs/
+// agent-protocol.md §7): a caller cannot know it otherwise.
 type Accepted struct {
 	Owner     string `json:"owner"`
 	RequestID string `json:"requestId"`
+	// ReleaseBoundMs is the owning worker's release bound in milliseconds:
+	// its lease ends that long after the worker is gone.
+	ReleaseBoundMs int64 `json:"releaseBoundMs"`
 }
 
 // The requests the worker owning a wait takes from its caller on

@@ -40,10 +40,7 @@ type durable struct {
 }
 
 func newDurable(w *Worker) *durable {
-	views := w.cfg.Views
-	if views == nil {
-		views = projection.NewStore(w.js, w.top.Sessions, w.top.Questions)
-	}
+	views := w.views
 	replies := inbox.NewReplies(w.js, w.top.Sessions, views)
 	return &durable{
 		worker:   w,
@@ -93,7 +90,7 @@ func (d *durable) stop() {
 // the connection and the CPU while the caller waits (issue 11).
 func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 	var in holdover.AnswerRequest
-	if err := decode(req.data, &in); err != nil {
+	if err := decodeChecked(answerSchema, req.data, &in); err != nil {
 		d.count(nil, err)
 		return nil, err
 	}

@@ -313,3 +313,21 @@ func TestServiceStartsOnceAndStopsIdempotently(t *testing.T) {
 	r.svc.Stop()
 	r.svc.Stop()
 }
+
+// One truth for the shapes (issue 20): an answer without selected breaks
+// the schema (Answer.selected is required), so the service refuses it,
+// naming the field, rather than storing it as selected:[].
+func TestAnswerWithoutSelectedIsRefusedAsTheSchemaSays(t *testing.T) {
+	r := startDurable(t)
+	ctx := ctx10(t)
+	s := steertest.NewSession(t, r.log, "s1")
+	s.Continued("call-1", steertest.Questions("q1"))
+	msg, err := r.env.Conn.RequestWithContext(ctx, userquestions.Subject("answer"), []byte(`{"session":"s1","callId":"call-1","answers":[{"id":"q1"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, string(holdover.CodeBadRequest), msg.Header.Get(userquestions.ErrorCodeHeader), "%s", msg.Data)
+	require.Contains(t, string(msg.Data), "requests/answer.json: /answers/0: missing property 'selected'")
+	v, err := r.client.View(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, v.Active, 1, "nothing was queued")
+	require.Nil(t, v.Active[0].Queued)
+}

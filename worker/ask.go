@@ -18,6 +18,7 @@ import (
 	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
@@ -50,6 +51,7 @@ type foregroundHalf struct {
 	probes    sync.WaitGroup // claim holders being asked whether they are alive
 	probed    *prometheus.CounterVec
 	forged    *prometheus.CounterVec // consumers named like claims that are not (genuine)
+	untracked *prometheus.CounterVec // timed asks for calls the log does not track (W9)
 	leaseMu   sync.Mutex             // serialises re-holding the lease
 
 	mu       sync.Mutex
@@ -78,6 +80,7 @@ func newForeground(w *Worker) *foregroundHalf {
 			Name: "holdover_claims_forged_total",
 			Help: "Consumers on the claims stream named like a Client's claim that are not one (durable, pull, not on the claim's frame subject, or never ending): deleted, they claimed no wait.",
 		}),
+		untracked: w.metrics().EventsRejected,
 		leaseID:   id,
 		leaseName: leases.Name(userquestions.RoleWorker, id),
 	}
@@ -357,10 +360,42 @@ func (c *confirmation) wait() error {
 	return c.err
 }
 
+// tracked refuses to turn pending a timed wait for a call that Session
+// sid's log does not track (W9): no later answer could reach it, so the
+// runtime learns it with the cause instead of pending, which would promise
+// the user an answerable question. It runs when the wait ends unanswered,
+// not beside it, so a call answered in time costs no read. A Session with
+// no log at all goes pending: the service used without one has no late
+// answer to lose. Each case is counted and logged (a Session with no log
+// at info); a check that cannot read the log lets the call go pending.
+func (f *foregroundHalf) tracked(ctx context.Context, sid, callID string) error {
+	u, untracked, err := f.worker.views.Untracked(ctx, sid, callID)
+	switch {
+	case err != nil:
+		f.log.Warn("could not check that the Session's log tracks a timed call; it goes pending", "session", sid, "call", callID, ops.Err(err))
+		return nil
+	case !untracked:
+		return nil
+	}
+	f.untracked.WithLabelValues(askTimedLabel, string(u.Reason)).Inc()
+	if u.Reason == projection.ReasonNoLog {
+		f.log.Info("timed call in a Session with no log went pending; it cannot be answered late", "session", sid, "call", callID, "reason", u.Reason)
+		return nil
+	}
+	f.log.Warn("refused to turn pending a timed call the Session's log does not track; `holdover check` lists the log's problems",
+		"session", sid, "call", callID, "reason", u.Reason, "seq", u.Seq, "detail", u.Detail)
+	return u.Error()
+}
+
+// askTimedLabel is the type label under which holdover_events_rejected_total
+// counts the timed calls W9 refused or let go pending untracked, beside
+// the event types.
+const askTimedLabel = "askTimed"
+
 func (f *foregroundHalf) sendAccepted(reply, requestID string) {
 	msg := nats.NewMsg(reply)
 	msg.Header.Set(userquestions.HeaderFrame, userquestions.FrameAccepted)
-	msg.Data, _ = json.Marshal(userquestions.Accepted{Owner: f.leaseName, RequestID: requestID}) // strings only
+	msg.Data, _ = json.Marshal(userquestions.Accepted{Owner: f.leaseName, RequestID: requestID, ReleaseBoundMs: f.bound.Milliseconds()}) // cannot fail
 	if err := f.nc.PublishMsg(msg); err != nil {
 		f.log.Warn("send accepted frame", "request", requestID, ops.Err(err))
 	}
@@ -374,25 +409,44 @@ func (f *foregroundHalf) sendAccepted(reply, requestID string) {
 // way: that may take a round trip, which the other waits' outcomes must
 // not queue behind.
 func (f *foregroundHalf) finish(req *request, w *waiter.Wait, root *confirmation, claims []string) {
-	if root.pending() {
+	if root.pending() || goesPending(w) {
 		go f.reply(req, w, root, claims)
 		return
 	}
 	f.reply(req, w, root, claims)
 }
 
+// goesPending reports whether settled wait w turns pending (W5), unless
+// W9 refuses it: a timed wait that ended ASK_TIMED_OUT, and not because
+// its worker gave it up.
+func goesPending(w *waiter.Wait) bool {
+	_, err := w.Result(context.Background()) // settled: returns at once
+	return w.Timed() && holdover.HasCode(err, holdover.CodeAskTimedOut) && !errors.As(err, new(abandoned))
+}
+
 func (f *foregroundHalf) reply(req *request, w *waiter.Wait, root *confirmation, claims []string) {
 	defer f.replies.Done()
 	answers, settleErr := w.Result(context.Background()) // settled: returns at once
-	if err := root.wait(); err != nil {
+	refused := root.wait()
+	if refused != nil {
 		// The cache vouched for a caller the registry refuses: whatever
 		// settled the wait, the caller gets the refusal, never an answer.
-		answers, settleErr = nil, err
+		answers, settleErr = nil, refused
+	}
+	// What the caller gets: the settlement, unless W9 refuses the pending
+	// it would be. The Clients' cancel notice still says what ended the wait.
+	outcome := settleErr
+	if refused == nil && goesPending(w) {
+		ctx, cancel := context.WithTimeout(context.Background(), userquestions.DefaultCallTimeout)
+		if err := f.tracked(ctx, w.Key().Session, w.Key().CallID); err != nil {
+			outcome = err
+		}
+		cancel()
 	}
 	var result any
-	err := settleErr
+	err := outcome
 	if w.Timed() {
-		result, err = waiter.TimedOutcome(answers, settleErr)
+		result, err = waiter.TimedOutcome(answers, outcome)
 	} else if err == nil {
 		result = holdover.Batch{Answers: answers}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/schemas"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 )
@@ -111,6 +112,9 @@ type Worker struct {
 	cfg   Config
 	log   *slog.Logger
 	roots *liveroot.Registry
+	// views is the projection both halves read: late answers check
+	// against it (D6), timed asks that it tracks their call (W9).
+	views *projection.Store
 
 	// parts are the shares of the service's work. Each owns its endpoints
 	// and background work (consumers, timers).
@@ -193,6 +197,10 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 		roots:   liveroot.New(top.Roots),
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		runners: newRunners(),
+		views:   cfg.Views,
+	}
+	if w.views == nil {
+		w.views = projection.NewStore(js, top.Sessions, top.Questions)
 	}
 	w.svc = newAnnouncement(nc, w.fromSender)
 	w.forged = counterVec(w.metrics(), prometheus.CounterOpts{
@@ -383,6 +391,27 @@ func replyMsg(subject string, result any, err error) (*nats.Msg, error) {
 // decode reads an endpoint's request body: one JSON object of the
 // request's shape, no field it does not know (userquestions.DecodeRequest).
 func decode(data []byte, v any) error { return userquestions.DecodeRequest(data, v) }
+
+// answerSchema is the late answer's request, whose answers are read as
+// the fold and `holdover check` read them (schemas/common/questions.json).
+const answerSchema = "requests/answer.json"
+
+// decodeChecked is decode after a check of data against schema, so the
+// service refuses, naming the problem, what the schema does (an answer
+// without selected), where Go alone would read a default.
+func decodeChecked(schema string, data []byte, v any) error {
+	if err := decode(data, v); err != nil {
+		return err
+	}
+	problems, err := schemas.Validate(schema, data)
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return holdover.Newf(holdover.CodeBadRequest, "the request does not fit %s: %s", schema, problems[0])
+	}
+	return nil
+}
 
 // checkSession validates a Session id from a request: a bad id is
 // BAD_REQUEST, never a wildcard in a subject or key.

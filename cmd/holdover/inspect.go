@@ -136,9 +136,10 @@ func runRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // operator is what the operator commands read through: the projection
 // store and the Session logs of an existing topology.
 type operator struct {
-	store *projection.Store
-	log   *sessionlog.Log
-	close func()
+	store    *projection.Store
+	log      *sessionlog.Log
+	sessions jetstream.Stream // the logs and the inboxes
+	close    func()
 }
 
 // openOperator connects to NATS and opens the existing topology. Operator
@@ -156,7 +157,7 @@ func openOperator(natsCfg ops.NATSConfig) (operator, error) {
 	if err == nil {
 		var kv jetstream.KeyValue
 		if kv, err = js.KeyValue(ctx, streams.QuestionsBucket); err == nil {
-			return operator{store: projection.NewDirectStore(js, sessions, kv), log: sessionlog.NewDirect(js, sessions), close: nc.Close}, nil
+			return operator{store: projection.NewDirectStore(js, sessions, kv), log: sessionlog.NewDirect(js, sessions), sessions: sessions, close: nc.Close}, nil
 		}
 	}
 	nc.Close()

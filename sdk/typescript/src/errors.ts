@@ -17,6 +17,7 @@ export const Code = {
   DelegatedCaller: "DELEGATED_CALLER",
   ReplyQueued: "REPLY_QUEUED",
   BadAnswer: "BAD_ANSWER",
+  UntrackedCall: "UNTRACKED_CALL",
   ToolOutcomeUnknown: "TOOL_OUTCOME_UNKNOWN",
   BadRequest: "BAD_REQUEST",
   NotFound: "NOT_FOUND",

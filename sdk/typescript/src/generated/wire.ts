@@ -164,13 +164,13 @@ export interface AskTimedReply {
  */
 export interface ErrorReply {
   /**
-   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
+   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, UNTRACKED_CALL, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
    */
   code: string;
   message: string;
 }
 /**
- * The first message back on an ask or askTimed reply subject, with the header Holdover-Frame: accepted: the worker that owns the wait, and the request id its status and abort requests name. A reply may overtake it.
+ * The first message back on an ask or askTimed reply subject, with the header Holdover-Frame: accepted: the worker that owns the wait, the request id its status and abort requests name, and the worker's release bound. A reply may overtake it.
  */
 export interface AcceptedFrame {
   /**
@@ -181,6 +181,10 @@ export interface AcceptedFrame {
    * The request, as the waterfall and cancel notices name it.
    */
   requestId: string;
+  /**
+   * The owning worker's release bound in milliseconds: its lease ends that long after the worker is gone. The caller's backstop (agent-protocol §7) counts in it: status half a bound past the deadline, with half a bound's patience.
+   */
+  releaseBoundMs: number;
 }
 /**
  * The body of a holdover.q.answer request: a late answer to a continued call (D6). The batch names every question of the call exactly once (BAD_ANSWER otherwise).
@@ -225,7 +229,7 @@ export interface DiscardReply {
  */
 export interface WireError {
   /**
-   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
+   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, UNTRACKED_CALL, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
    */
   code: string;
   message: string;
@@ -285,7 +289,7 @@ export interface ToolArguments {
    */
   questions: [Question, ...Question[]] | null;
   /**
-   * Seconds to wait in the foreground (M2): -1 waits until the user answers (M3), else 1..2147483; absent, the runtime's default applies. Only the timed tool schema has it.
+   * Seconds to wait in the foreground (M2): -1 waits until the user answers (M3), else 1..2147483; absent or null (as some providers send an optional parameter), the runtime's default applies. Only the timed tool schema has it.
    */
   timeout?: (
     | -1
@@ -293,7 +297,22 @@ export interface ToolArguments {
         [k: string]: unknown | undefined;
       }
   ) &
-    number;
+    (
+      | ((
+          | -1
+          | {
+              [k: string]: unknown | undefined;
+            }
+        ) &
+          number)
+      | ((
+          | -1
+          | {
+              [k: string]: unknown | undefined;
+            }
+        ) &
+          null)
+    );
   intent?: Intent;
 }
 /**
