@@ -52,3 +52,17 @@ func TestProvisionNeedsAdminCredentials(t *testing.T) {
 	require.NoError(t, checkProvision(ops.NATSConfig{Creds: setup.Creds(auth.DefaultTenant, auth.Admin)}, true))
 	require.NoError(t, checkProvision(ops.NATSConfig{}, true), "no credentials: no authentication, anyone provisions")
 }
+
+// --replicas 3 against a server that runs alone stops the worker at start
+// with what the replicas need (issue 22).
+func TestRunRefusesMoreReplicasThanServers(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	err = run(context.Background(), ops.NATSConfig{URL: srv.ClientURL()}, questionworker.Config{
+		MetricsAddr: "127.0.0.1:0",
+		Streams:     streams.Config{Replicas: 3},
+		Logger:      slog.New(slog.DiscardHandler),
+	})
+	require.ErrorContains(t, err, "3 replicas need a NATS cluster of at least 3 JetStream servers, and this server runs alone")
+}
