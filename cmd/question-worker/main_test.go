@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/cmd/internal/proctest"
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
@@ -65,4 +66,16 @@ func TestRunRefusesMoreReplicasThanServers(t *testing.T) {
 		Logger:      slog.New(slog.DiscardHandler),
 	})
 	require.ErrorContains(t, err, "3 replicas need a NATS cluster of at least 3 JetStream servers, and this server runs alone")
+}
+
+// A worker process rides out a restart of its NATS server: not ready on
+// /healthz while it is down, ready again by itself once it is back
+// (issue 22).
+func TestWorkerProcessRidesOutAServerRestart(t *testing.T) {
+	opts := embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
+	srv, err := embedded.Start(opts)
+	require.NoError(t, err)
+	metrics := proctest.FreeAddr(t)
+	worker := proctest.Start(t, proctest.Build(t, "question-worker"), "--nats", srv.ClientURL(), "--metrics-addr", metrics)
+	proctest.RidesOutAServerRestart(t, worker, "http://"+metrics+"/healthz", srv, opts)
 }

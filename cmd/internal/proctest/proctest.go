@@ -1,0 +1,120 @@
+// Package proctest runs a command of this repository as an operating
+// system process in a test, against an embedded NATS server the test
+// stops and starts again: what a process does when its NATS server goes
+// away is only seen in a process of its own.
+package proctest
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover/embedded"
+)
+
+// Build compiles the main package of the test's folder into a temporary
+// folder and returns the binary's path.
+func Build(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// FreeAddr is a loopback address no one listens on.
+func FreeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// FreePort is a loopback port no one listens on, for a server the test
+// restarts on it.
+func FreePort(t *testing.T) int {
+	t.Helper()
+	return int(netip.MustParseAddrPort(FreeAddr(t)).Port())
+}
+
+// Process is a running command whose output (stdout and stderr) the
+// test reads.
+type Process struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+// Start runs bin with args; the test's end stops it with SIGTERM.
+func Start(t *testing.T, bin string, args ...string) *Process {
+	t.Helper()
+	p := &Process{cmd: exec.Command(bin, args...)}
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	require.NoError(t, p.cmd.Start())
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(bin), p.Output())
+		}
+	})
+	return p
+}
+
+func (p *Process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+// Output is what the process has written so far.
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// Health is the status code of GET url, 0 while nothing answers.
+func Health(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// RidesOutAServerRestart checks the process serving /healthz at health
+// through a restart of its NATS server srv (started with opts, a fixed
+// port and store folder): ready before; not ready, and saying so in its
+// log, while the server is down; and ready again by itself, after
+// reconnecting, once the server is back on the same address.
+func RidesOutAServerRestart(t *testing.T, p *Process, health string, srv *embedded.Server, opts embedded.Options) {
+	t.Helper()
+	const patience = 20 * time.Second
+	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready against a running server")
+
+	stopped := time.Now()
+	srv.Stop()
+	require.Eventually(t, func() bool { return Health(health) == http.StatusServiceUnavailable }, patience, 50*time.Millisecond, "not ready while the server is down")
+	t.Logf("not ready %v after the server stopped", time.Since(stopped).Round(time.Millisecond))
+	require.Eventually(t, func() bool { return bytes.Contains([]byte(p.Output()), []byte("disconnected from NATS")) }, patience, 50*time.Millisecond)
+
+	back, err := embedded.Start(opts)
+	require.NoError(t, err)
+	t.Cleanup(back.Stop)
+	started := time.Now()
+	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready again once the server is back")
+	t.Logf("ready again %v after the server was back", time.Since(started).Round(time.Millisecond))
+	require.Contains(t, p.Output(), "reconnected to NATS")
+}
