@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // Server is one gateway: the HTTP handler, its WebSocket connections and
@@ -66,7 +67,7 @@ func New(cfg Config) (*Server, error) {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.serveWebSocket)
-	health := ops.Handler(cfg.Metrics, ops.NATSConnected(cfg.NATS))
+	health := ops.Handler(cfg.Metrics, ops.NATSConnected(cfg.NATS), ops.StreamAvailable(cfg.JetStream, streams.SessionsStream))
 	mux.Handle("GET /healthz", health)
 	mux.Handle("GET /metrics", health)
 	if cfg.Files != nil {

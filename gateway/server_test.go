@@ -75,7 +75,7 @@ func TestServerServesTheUIHealthAndMetrics(t *testing.T) {
 
 	status, body = get(t, base+"/healthz")
 	assert.Equal(t, http.StatusOK, status)
-	assert.JSONEq(t, `{"ready":true,"checks":{"nats":"ok"}}`, body)
+	assert.JSONEq(t, `{"ready":true,"checks":{"nats":"ok","jetstream":"ok"}}`, body)
 
 	status, body = get(t, base+"/metrics")
 	assert.Equal(t, http.StatusOK, status)

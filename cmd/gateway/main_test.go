@@ -69,3 +69,15 @@ func TestGatewayProcessRidesOutAServerRestart(t *testing.T) {
 	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--tokens", tokens)
 	proctest.RidesOutAServerRestart(t, gw, "http://"+listen+"/healthz", srv, opts)
 }
+
+// A gateway process on a cluster that loses its quorum is not ready on
+// /healthz while it has none, and ready again by itself once it is back
+// (issue 22).
+func TestGatewayProcessRidesOutALostQuorum(t *testing.T) {
+	c := proctest.StartCluster(t, 3)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
+	listen := proctest.FreeAddr(t)
+	proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--tokens", tokens)
+	proctest.RidesOutALostQuorum(t, "http://"+listen+"/healthz", c)
+}

@@ -79,3 +79,13 @@ func TestWorkerProcessRidesOutAServerRestart(t *testing.T) {
 	worker := proctest.Start(t, proctest.Build(t, "question-worker"), "--nats", srv.ClientURL(), "--metrics-addr", metrics)
 	proctest.RidesOutAServerRestart(t, worker, "http://"+metrics+"/healthz", srv, opts)
 }
+
+// A worker process on a cluster that loses its quorum is not ready on
+// /healthz while it has none, and ready again by itself once it is back
+// (issue 22).
+func TestWorkerProcessRidesOutALostQuorum(t *testing.T) {
+	c := proctest.StartCluster(t, 3)
+	metrics := proctest.FreeAddr(t)
+	proctest.Start(t, proctest.Build(t, "question-worker"), "--nats", c.URL(0), "--metrics-addr", metrics, "--provision=false")
+	proctest.RidesOutALostQuorum(t, "http://"+metrics+"/healthz", c)
+}

@@ -6,6 +6,8 @@ package proctest
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,9 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // Build compiles the main package of the test's folder into a temporary
@@ -117,4 +122,88 @@ func RidesOutAServerRestart(t *testing.T, p *Process, health string, srv *embedd
 	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready again once the server is back")
 	t.Logf("ready again %v after the server was back", time.Since(started).Round(time.Millisecond))
 	require.Contains(t, p.Output(), "reconnected to NATS")
+}
+
+// Cluster is embedded servers routed into one JetStream cluster on
+// loopback, each with its own store folder and fixed ports, so a stopped
+// server starts again as itself.
+type Cluster struct {
+	t       *testing.T
+	opts    []embedded.Options
+	servers []*embedded.Server
+}
+
+// StartCluster starts n servers and waits until the cluster has
+// provisioned the topology with n replicas (its meta leader is elected).
+func StartCluster(t *testing.T, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, servers: make([]*embedded.Server, n)}
+	routes := make([]string, n)
+	ports := make([]int, n)
+	for i := range n {
+		ports[i] = FreePort(t)
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i])
+	}
+	for i := range n {
+		c.opts = append(c.opts, embedded.Options{StoreDir: t.TempDir(), Port: FreePort(t), Name: fmt.Sprintf("n%d", i+1),
+			Cluster: &embedded.ClusterOptions{Name: "proctest", Port: ports[i], Routes: routes}})
+		c.Start(i)
+	}
+	t.Cleanup(func() {
+		for i := range c.servers {
+			c.Stop(i)
+		}
+	})
+	nc, err := nats.Connect(c.URL(0))
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := streams.Provision(context.Background(), js, streams.Config{Replicas: n})
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the cluster provisions R%d", n)
+	return c
+}
+
+// URL is server i's client URL.
+func (c *Cluster) URL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.opts[i].Port) }
+
+// Start starts server i, again if it was stopped.
+func (c *Cluster) Start(i int) {
+	c.t.Helper()
+	srv, err := embedded.Start(c.opts[i])
+	require.NoError(c.t, err)
+	c.servers[i] = srv
+}
+
+// Stop stops server i if it runs.
+func (c *Cluster) Stop(i int) {
+	if c.servers[i] != nil {
+		c.servers[i].Stop()
+		c.servers[i] = nil
+	}
+}
+
+// RidesOutALostQuorum checks the process serving /healthz at health,
+// connected to server 0 of a 3-server cluster, through the loss of the
+// other two: server 0 stays up, and so does the process's connection,
+// but JetStream has no quorum, so the process is not ready; once they are
+// back it is ready again by itself.
+func RidesOutALostQuorum(t *testing.T, health string, c *Cluster) {
+	t.Helper()
+	const patience = 60 * time.Second
+	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready on a whole cluster")
+
+	lost := time.Now()
+	c.Stop(1)
+	c.Stop(2)
+	require.Eventually(t, func() bool { return Health(health) == http.StatusServiceUnavailable }, patience, 50*time.Millisecond, "not ready without a quorum")
+	t.Logf("not ready %v after the quorum was lost", time.Since(lost).Round(time.Millisecond))
+
+	back := time.Now()
+	c.Start(1)
+	c.Start(2)
+	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready again once the quorum is back")
+	t.Logf("ready again %v after the servers were back", time.Since(back).Round(time.Millisecond))
 }

@@ -64,7 +64,7 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 	svcCfg.Views = store
 	svc := worker.New(nc, js, topo, svcCfg, cfg.Logger.With("component", "userQuestions"))
 	return []ops.Component{
-		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc)), cfg.Logger),
+		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc), ops.StreamAvailable(js, streams.SessionsStream)), cfg.Logger),
 		{Name: "projection", Run: projector.Run},
 		{Name: "userQuestions", Run: func(ctx context.Context) error {
 			if err := svc.Start(ctx); err != nil {
