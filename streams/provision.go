@@ -3,8 +3,10 @@ package streams
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
@@ -226,6 +228,16 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		return nil, refused(err, want.Replicas, "provision bucket %s", want.Bucket)
 	}
 	return kv, nil
+}
+
+// Unavailable reports whether err says JetStream did not answer for now,
+// as on a cluster without a quorum (no reply in time, or "JetStream
+// system temporarily unavailable"), rather than refused: what is worth
+// trying again.
+func Unavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+		(errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable)
 }
 
 // JetStream's error codes for replicas it cannot place.

@@ -8,18 +8,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/embedded"
@@ -99,6 +102,31 @@ func Health(url string) int {
 	return resp.StatusCode
 }
 
+// AwaitHealth waits until GET url answers code, or fails the test with
+// what it answered last.
+func AwaitHealth(t *testing.T, url string, code int, within time.Duration, what string) {
+	t.Helper()
+	var last atomic.Value
+	if !assert.Eventually(t, func() bool {
+		got, body := healthBody(url)
+		last.Store(fmt.Sprintf("%d %s", got, body))
+		return got == code
+	}, within, 50*time.Millisecond) {
+		t.Fatalf("%s: /healthz answered %v", what, last.Load())
+	}
+}
+
+// healthBody is the status code and body of GET url.
+func healthBody(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
 // RidesOutAServerRestart checks the process serving /healthz at health
 // through a restart of its NATS server srv (started with opts, a fixed
 // port and store folder): ready before; not ready, and saying so in its
@@ -107,11 +135,11 @@ func Health(url string) int {
 func RidesOutAServerRestart(t *testing.T, p *Process, health string, srv *embedded.Server, opts embedded.Options) {
 	t.Helper()
 	const patience = 20 * time.Second
-	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready against a running server")
+	AwaitHealth(t, health, http.StatusOK, patience, "ready against a running server")
 
 	stopped := time.Now()
 	srv.Stop()
-	require.Eventually(t, func() bool { return Health(health) == http.StatusServiceUnavailable }, patience, 50*time.Millisecond, "not ready while the server is down")
+	AwaitHealth(t, health, http.StatusServiceUnavailable, patience, "not ready while the server is down")
 	t.Logf("not ready %v after the server stopped", time.Since(stopped).Round(time.Millisecond))
 	require.Eventually(t, func() bool { return bytes.Contains([]byte(p.Output()), []byte("disconnected from NATS")) }, patience, 50*time.Millisecond)
 
@@ -119,7 +147,7 @@ func RidesOutAServerRestart(t *testing.T, p *Process, health string, srv *embedd
 	require.NoError(t, err)
 	t.Cleanup(back.Stop)
 	started := time.Now()
-	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready again once the server is back")
+	AwaitHealth(t, health, http.StatusOK, patience, "ready again once the server is back")
 	t.Logf("ready again %v after the server was back", time.Since(started).Round(time.Millisecond))
 	require.Contains(t, p.Output(), "reconnected to NATS")
 }
@@ -193,17 +221,17 @@ func (c *Cluster) Stop(i int) {
 func RidesOutALostQuorum(t *testing.T, health string, c *Cluster) {
 	t.Helper()
 	const patience = 60 * time.Second
-	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready on a whole cluster")
+	AwaitHealth(t, health, http.StatusOK, patience, "ready on a whole cluster")
 
 	lost := time.Now()
 	c.Stop(1)
 	c.Stop(2)
-	require.Eventually(t, func() bool { return Health(health) == http.StatusServiceUnavailable }, patience, 50*time.Millisecond, "not ready without a quorum")
+	AwaitHealth(t, health, http.StatusServiceUnavailable, patience, "not ready without a quorum")
 	t.Logf("not ready %v after the quorum was lost", time.Since(lost).Round(time.Millisecond))
 
 	back := time.Now()
 	c.Start(1)
 	c.Start(2)
-	require.Eventually(t, func() bool { return Health(health) == http.StatusOK }, patience, 50*time.Millisecond, "ready again once the quorum is back")
+	AwaitHealth(t, health, http.StatusOK, patience, "ready again once the quorum is back")
 	t.Logf("ready again %v after the servers were back", time.Since(back).Round(time.Millisecond))
 }
