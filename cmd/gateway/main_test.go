@@ -81,3 +81,20 @@ func TestGatewayProcessRidesOutALostQuorum(t *testing.T) {
 	proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--tokens", tokens)
 	proctest.RidesOutALostQuorum(t, "http://"+listen+"/healthz", c)
 }
+
+// A gateway process started on a cluster without a quorum serves, not
+// ready, and is ready by itself once the quorum is back (issue 22).
+func TestGatewayProcessStartsOnAClusterWithoutQuorum(t *testing.T) {
+	c := proctest.StartCluster(t, 3)
+	c.Stop(1)
+	c.Stop(2)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
+	listen := proctest.FreeAddr(t)
+	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--tokens", tokens)
+	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusServiceUnavailable, time.Minute, "not ready without a quorum")
+	c.Start(1)
+	c.Start(2)
+	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusOK, time.Minute, "ready once the quorum is back")
+	require.NotContains(t, gw.Output(), "stopped")
+}
