@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // Server is one gateway: the HTTP handler, its WebSocket connections and
@@ -84,7 +85,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // MetricsHandler serves "/metrics" (Config.Metrics) and "/healthz", for
 // an address apart from the UI's that only operators reach.
 func (s *Server) MetricsHandler() http.Handler {
-	return ops.Handler(s.cfg.Metrics, ops.NATSConnected(s.cfg.NATS))
+	return ops.Handler(s.cfg.Metrics, ops.NATSConnected(s.cfg.NATS), ops.StreamAvailable(s.cfg.JetStream, streams.SessionsStream))
 }
 
 // Serve serves HTTP on ln until ctx ends, then closes every WebSocket

@@ -77,7 +77,7 @@ func TestServerServesTheUIAndHealthAndMetricsApart(t *testing.T) {
 
 	status, body = get(t, base+"/healthz")
 	assert.Equal(t, http.StatusOK, status)
-	assert.JSONEq(t, `{"ready":true,"checks":{"nats":"ok"}}`, body)
+	assert.JSONEq(t, `{"ready":true,"checks":{"nats":"ok","jetstream":"ok"}}`, body)
 
 	status, _ = get(t, base+"/metrics")
 	assert.Equal(t, http.StatusNotFound, status, "the UI's port does not serve /metrics")

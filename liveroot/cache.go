@@ -86,14 +86,15 @@ func (c *Cache) lookup(sid string) (Record, bool) {
 }
 
 // Start watches the bucket until Stop. The first watch is in place when it
-// returns; records arrive as the server delivers them, and until then
-// Holds vouches for nothing.
+// returns, unless JetStream did not answer (a cluster without a quorum):
+// then it is tried again every watchRetry, and every check reads the
+// registry meanwhile. Records arrive as the server delivers them, and
+// until then Holds vouches for nothing.
 func (c *Cache) Start(ctx context.Context) error {
 	status := c.nc.StatusChanged(nats.CONNECTED)
 	w, err := c.watch(ctx)
 	if err != nil {
-		c.nc.RemoveStatusListener(status)
-		return err
+		c.log.Warn("watch the live-root registry; every check reads it meanwhile", "err", err, "retry", watchRetry)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -121,6 +122,9 @@ func (c *Cache) Stop() {
 // current state after every reconnect, or when a watch ends on its own.
 func (c *Cache) run(ctx context.Context, w jetstream.KeyWatcher, status <-chan nats.Status) {
 	var retry <-chan time.Time
+	if w == nil { // the first watch failed
+		retry = time.After(watchRetry)
+	}
 	defer func() { stopWatch(w) }()
 	for {
 		var updates <-chan jetstream.KeyValueEntry

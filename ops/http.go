@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -25,6 +27,35 @@ func NATSConnected(nc *nats.Conn) Check {
 	return Check{Name: "nats", Ready: func() error {
 		if !nc.IsConnected() {
 			return errors.New("not connected to NATS (" + nc.Status().String() + ")")
+		}
+		return nil
+	}}
+}
+
+// streamCheckTimeout bounds StreamAvailable's look-up: below the 3 s a
+// readiness probe waits in deploy/kubernetes, well above a healthy
+// cluster's answer (milliseconds).
+const streamCheckTimeout = 2 * time.Second
+
+// StreamAvailable is ready while stream has a leader. On a cluster that
+// lost its quorum the connection stays up but the stream's leader steps
+// down (within JetStream's 10 s quorum check): nothing can be appended,
+// folded or answered, so the process is not ready until a leader is
+// elected again. A server of a leaderless stream still answers its info,
+// from its own copy, with no leader named.
+func StreamAvailable(js jetstream.JetStream, stream string) Check {
+	return Check{Name: "jetstream", Ready: func() error {
+		if !js.Conn().IsConnected() {
+			return errors.New("not asked: not connected to NATS")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), streamCheckTimeout)
+		defer cancel()
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return fmt.Errorf("stream %s does not answer: %w", stream, err)
+		}
+		if c := s.CachedInfo().Cluster; c != nil && c.Leader == "" {
+			return fmt.Errorf("stream %s has no leader: the cluster has lost its quorum, or is electing one", stream)
 		}
 		return nil
 	}}

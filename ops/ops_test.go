@@ -20,7 +20,9 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -201,4 +203,17 @@ func TestHTTPServerServesAndFailsOnATakenPort(t *testing.T) {
 	assert.True(t, err != nil && strings.Contains(err.Error(), "address already in use"), "got %v", err)
 	cancel()
 	assert.NoError(t, <-errc)
+}
+
+// StreamAvailable is ready while the stream answers with a leader (a
+// single server leads every stream), and not ready for a stream nobody
+// provisioned or once NATS is gone. Losing a cluster's quorum is the
+// process tests' part (cmd/question-worker, cmd/gateway).
+func TestStreamAvailable(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	require.NoError(t, ops.StreamAvailable(env.JS, streams.SessionsStream).Ready())
+	require.ErrorContains(t, ops.StreamAvailable(env.JS, "NOPE").Ready(), "stream NOPE does not answer")
+	env.Server.Stop()
+	require.Eventually(t, func() bool { return !env.Conn.IsConnected() }, 10*time.Second, 10*time.Millisecond)
+	require.ErrorContains(t, ops.StreamAvailable(env.JS, streams.SessionsStream).Ready(), "not connected to NATS")
 }

@@ -142,32 +142,47 @@ func NewWorker(store *Store, replies *inbox.Replies, cfg WorkerConfig) *Worker {
 // Run folds events until ctx ends, then hands every event it holds but
 // has not written back to the server for redelivery and returns nil. When
 // the consumer goes away under it (an operator deleted it to replay the
-// log, say) it creates it again; it fails when it cannot, for instance
-// because the connection is closed. A Worker runs once at a time.
+// log, say) it creates it again, and while JetStream does not answer (a
+// cluster without a quorum) it tries again with a growing delay; it
+// fails when it is refused, or the connection is closed. A Worker runs
+// once at a time.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return holdover.New(holdover.CodeConflict, "projection worker is already running")
 	}
 	defer w.running.Store(false)
-	for {
+	for unanswered := 0; ; {
 		err := w.consume(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !errors.Is(err, errConsumerStopped) {
+		delay := w.cfg.RetryDelay
+		switch {
+		case errors.Is(err, errConsumerStopped):
+			unanswered = 0
+			w.log.Warn("consumer stopped; creating it again")
+		case streams.Unavailable(err):
+			delay = min(w.cfg.RetryDelay<<min(unanswered, 8), maxUnansweredDelay)
+			unanswered++
+			w.log.Warn("JetStream did not answer; creating the consumer again", ops.Err(err), "retry", delay)
+		default:
 			return err
 		}
-		w.log.Warn("consumer stopped; creating it again")
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(w.cfg.RetryDelay):
+		case <-time.After(delay):
 		}
 	}
 }
 
 // errConsumerStopped says the consumer ended without being asked to.
 var errConsumerStopped = errors.New("consumer stopped")
+
+// maxUnansweredDelay bounds the back-off of consumer creations JetStream
+// did not answer, so a worker is folding within seconds of a cluster's
+// quorum coming back.
+const maxUnansweredDelay = 4 * time.Second
 
 // consume creates the shared consumer and folds what it delivers until
 // ctx ends or the consumer stops.

@@ -3,8 +3,10 @@ package streams
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
@@ -187,7 +189,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		s, err := js.CreateStream(ctx, want)
 		if err != nil {
-			return nil, holdover.Wrapf(err, holdover.CodeInternal, "create stream %s", want.Name)
+			return nil, refused(err, want.Replicas, "create stream %s", want.Name)
 		}
 		return s, nil
 	case err != nil:
@@ -202,7 +204,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	}
 	s, err := js.UpdateStream(ctx, want)
 	if err != nil {
-		return nil, holdover.Wrapf(err, holdover.CodeInternal, "update stream %s", want.Name)
+		return nil, refused(err, want.Replicas, "update stream %s", want.Name)
 	}
 	return s, nil
 }
@@ -223,9 +225,45 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, want)
 	if err != nil {
-		return nil, holdover.Wrapf(err, holdover.CodeInternal, "provision bucket %s", want.Bucket)
+		return nil, refused(err, want.Replicas, "provision bucket %s", want.Bucket)
 	}
 	return kv, nil
+}
+
+// Unavailable reports whether err says JetStream did not answer for now,
+// as on a cluster without a quorum (no reply in time, or "JetStream
+// system temporarily unavailable"), rather than refused: what is worth
+// trying again.
+func Unavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+		(errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable)
+}
+
+// JetStream's error codes for replicas it cannot place.
+const (
+	errCodeReplicasNotSupported jetstream.ErrorCode = 10074 // a server that runs alone, not in a cluster
+	errCodeNoPeers              jetstream.ErrorCode = 10005 // fewer servers up than replicas
+	errCodeInsufficientResource jetstream.ErrorCode = 10023 // too few servers with room
+)
+
+// refused is the error of a stream or bucket JetStream would not create
+// or update. One it refuses for its replicas is a BAD_REQUEST that says
+// what the replicas need, since the server's words ("replicas > 1 not
+// supported in non-clustered mode") name no fix; any other is INTERNAL.
+func refused(err error, replicas int, format string, args ...any) error {
+	var apiErr *jetstream.APIError
+	if replicas > 1 && errors.As(err, &apiErr) {
+		format += ": %d replicas need a NATS cluster of at least %d JetStream servers, "
+		args = append(args, replicas, replicas)
+		switch apiErr.ErrorCode {
+		case errCodeReplicasNotSupported:
+			return holdover.Wrapf(err, holdover.CodeBadRequest, format+"and this server runs alone: point --nats at a cluster, or provision a single server with --replicas 1", args...)
+		case errCodeNoPeers, errCodeInsufficientResource:
+			return holdover.Wrapf(err, holdover.CodeBadRequest, format+"up and with room; fewer are: start the missing servers, or lower --replicas", args...)
+		}
+	}
+	return holdover.Wrapf(err, holdover.CodeInternal, format, args...)
 }
 
 func immutable(name string, changed bool, field string, have, want any) error {

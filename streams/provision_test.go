@@ -9,6 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -173,4 +175,28 @@ func TestProvisionFinishesAMigrationStoppedMidway(t *testing.T) {
 			require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
 		})
 	}
+}
+
+// More replicas than a server that runs alone can hold fail provisioning
+// with what they need and what to do, for a new topology (which is then
+// not created) and for one that exists with a single replica.
+func TestProvisionRefusesReplicasASingleServerCannotHold(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	_, js := embeddedtest.Connect(t, srv.ClientURL())
+	ctx := context.Background()
+	const why = "3 replicas need a NATS cluster of at least 3 JetStream servers, and this server runs alone: point --nats at a cluster, or provision a single server with --replicas 1"
+
+	_, err = streams.Provision(ctx, js, streams.Config{Replicas: 3})
+	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err), "%v", err)
+	require.ErrorContains(t, err, "create stream SESSIONS: "+why)
+	_, err = js.Stream(ctx, streams.SessionsStream)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+
+	_, err = streams.Provision(ctx, js, streams.Config{Replicas: 1})
+	require.NoError(t, err)
+	_, err = streams.Provision(ctx, js, streams.Config{Replicas: 3})
+	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err), "%v", err)
+	require.ErrorContains(t, err, "update stream SESSIONS: "+why)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,19 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/cmd/internal/proctest"
+	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/streams"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // The command serves the embedded UI and /healthz against a real server,
 // /metrics only on --metrics-addr, and stops cleanly on its context.
@@ -32,7 +24,7 @@ func TestRunServesUntilStopped(t *testing.T) {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
-	cfg := config{listen: freeAddr(t), metrics: freeAddr(t), tokens: tokens, nats: ops.NATSConfig{URL: env.Server.ClientURL()}}
+	cfg := config{listen: proctest.FreeAddr(t), metrics: proctest.FreeAddr(t), tokens: tokens, nats: ops.NATSConfig{URL: env.Server.ClientURL()}}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -63,6 +55,52 @@ func TestRunServesUntilStopped(t *testing.T) {
 func TestRunRefusesABadTokenFile(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana"}}}`), 0o600))
-	err := run(context.Background(), config{listen: freeAddr(t), tokens: tokens}, slog.New(slog.DiscardHandler))
+	err := run(context.Background(), config{listen: proctest.FreeAddr(t), tokens: tokens}, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "lists no Sessions")
+}
+
+// A gateway process rides out a restart of its NATS server: not ready on
+// /healthz while it is down, ready again by itself once it is back
+// (issue 22).
+func TestGatewayProcessRidesOutAServerRestart(t *testing.T) {
+	opts := embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
+	srv, err := embedded.Start(opts)
+	require.NoError(t, err)
+	_, js := embeddedtest.Connect(t, srv.ClientURL())
+	_, err = streams.Provision(context.Background(), js, streams.Config{})
+	require.NoError(t, err)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
+	listen := proctest.FreeAddr(t)
+	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--tokens", tokens)
+	proctest.RidesOutAServerRestart(t, gw, "http://"+listen+"/healthz", srv, opts)
+}
+
+// A gateway process on a cluster that loses its quorum is not ready on
+// /healthz while it has none, and ready again by itself once it is back
+// (issue 22).
+func TestGatewayProcessRidesOutALostQuorum(t *testing.T) {
+	c := proctest.StartCluster(t, 3)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
+	listen := proctest.FreeAddr(t)
+	proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--tokens", tokens)
+	proctest.RidesOutALostQuorum(t, "http://"+listen+"/healthz", c)
+}
+
+// A gateway process started on a cluster without a quorum serves, not
+// ready, and is ready by itself once the quorum is back (issue 22).
+func TestGatewayProcessStartsOnAClusterWithoutQuorum(t *testing.T) {
+	c := proctest.StartCluster(t, 3)
+	c.Stop(1)
+	c.Stop(2)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
+	listen := proctest.FreeAddr(t)
+	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--tokens", tokens)
+	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusServiceUnavailable, time.Minute, "not ready without a quorum")
+	c.Start(1)
+	c.Start(2)
+	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusOK, time.Minute, "ready once the quorum is back")
+	require.NotContains(t, gw.Output(), "stopped")
 }

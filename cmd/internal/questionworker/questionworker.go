@@ -8,6 +8,7 @@ package questionworker
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,8 +50,8 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 	if cfg.NoProvision {
 		open = func() (*streams.Topology, error) { return streams.Open(ctx, js) }
 	}
-	topo, err := open()
-	if err != nil {
+	var topo *streams.Topology
+	if err := untilAnswered(ctx, "open the topology", func() (err error) { topo, err = open(); return err }, cfg.Logger); err != nil {
 		return nil, err
 	}
 	metrics := cfg.Metrics
@@ -64,10 +65,10 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 	svcCfg.Views = store
 	svc := worker.New(nc, js, topo, svcCfg, cfg.Logger.With("component", "userQuestions"))
 	return []ops.Component{
-		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc)), cfg.Logger),
+		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc), ops.StreamAvailable(js, streams.SessionsStream)), cfg.Logger),
 		{Name: "projection", Run: projector.Run},
 		{Name: "userQuestions", Run: func(ctx context.Context) error {
-			if err := svc.Start(ctx); err != nil {
+			if err := untilAnswered(ctx, "start the service", func() error { return svc.Start(ctx) }, cfg.Logger); err != nil {
 				return err
 			}
 			<-ctx.Done()
@@ -75,4 +76,25 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 			return nil
 		}},
 	}, nil
+}
+
+// untilAnswered runs try until JetStream answers it, trying again with a
+// growing delay while it does not (a cluster without a quorum, whose
+// servers still take connections), so a worker started then waits for
+// the quorum instead of exiting. A refusal, or ctx ending, is returned.
+func untilAnswered(ctx context.Context, what string, try func() error, logger *slog.Logger) error {
+	delay := 500 * time.Millisecond
+	for {
+		err := try()
+		if err == nil || !streams.Unavailable(err) || ctx.Err() != nil {
+			return err
+		}
+		logger.Warn("JetStream did not answer; trying again", "to", what, ops.Err(err), "retry", delay)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 4*time.Second)
+	}
 }
