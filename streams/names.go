@@ -77,6 +77,11 @@ const (
 	ProjectionDurable = "projection"
 	// NotifyDurable is the one notifier processes share (package notify).
 	NotifyDurable = "notify"
+	// RepliesDurable delivers every message of the calls' reply subjects
+	// to the workers, which make sure a runtime reads each reply queued
+	// there (D7, package worker): the follow-up of an accepted late
+	// answer is durable, not the request that queued it.
+	RepliesDurable = "replies"
 )
 
 // Wildcards over every Session's subject of one kind: the stream filters,

@@ -13,6 +13,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
@@ -255,10 +256,14 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 	require.Equal(t, 1.0, counter(t, r.metrics, "holdover_answers_resume_requests_total", "root_lost"))
 }
 
-// servePool answers resume requests as a pool runtime does: it registers
-// the Session as runtime-new, and says which Session it took.
+// servePool answers resume requests as a pool runtime does: it holds its
+// root lease, registers the Session as runtime-new, and says which
+// Session it took.
 func (r *durableRig) servePool(t *testing.T) <-chan string {
 	resumed := make(chan string, 4)
+	l, err := liveroot.HoldLease(context.Background(), r.env.Conn, r.env.JS, "runtime-new", lease.MinReleaseBound)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.End(context.Background()) })
 	sub, err := liveroot.ServeResume(context.Background(), r.env.Conn, func(ctx context.Context, sid string) (string, error) {
 		_, err := r.svc.Roots().Register(ctx, sid, "runtime-new")
 		resumed <- sid
@@ -312,4 +317,52 @@ func TestServiceStartsOnceAndStopsIdempotently(t *testing.T) {
 	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(r.svc.Start(context.Background())))
 	r.svc.Stop()
 	r.svc.Stop()
+}
+
+// D7, issue 24 item 7: whether a reply awaits admission is read from the
+// reply subject and the log, not from an answer request. A reply stored
+// while no worker ran (its worker died after storing it) is followed by
+// the next worker that starts: its Session is resumed. Until a runtime
+// splices it, the view shows it queued.
+func TestD7ReplyStoredWithNoWorkerIsFollowedWhenOneStarts(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	ctx := ctx10(t)
+	qs := steertest.Questions("q1")
+	s := steertest.NewSession(t, sessionlog.New(env.JS, env.Topology.Sessions), "stranded")
+	s.Continued("call-1", qs)
+	reply, err := events.NewReply("reply-1", "call-1", qs, steertest.Choose(qs))
+	require.NoError(t, err)
+	reply.Source.User = "ana"
+	views := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
+	seq, err := inbox.NewReplies(env.JS, env.Topology.Sessions, views).Queue(ctx, "stranded", "call-1", reply, 0)
+	require.NoError(t, err)
+
+	m := ops.NewMetrics()
+	svc := worker.New(env.Conn, env.JS, env.Topology, worker.Config{Metrics: m}, slog.New(slog.DiscardHandler))
+	r := &durableRig{env: env, svc: svc, metrics: m}
+	resumed := r.servePool(t)
+	require.NoError(t, svc.Start(ctx))
+	t.Cleanup(svc.Stop)
+	require.Equal(t, "stranded", r.resumed(t, resumed))
+	require.Eventually(t, func() bool { return counter(t, m, "holdover_answers_resume_requests_total", "no_root") == 1 },
+		10*time.Second, 5*time.Millisecond, "the worker counts the resume it requested once the pool answers")
+
+	client, err := answerer.New(env.Conn, answerer.Config{CallTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	v, err := client.View(ctx, "stranded")
+	require.NoError(t, err)
+	require.Len(t, v.Active, 1)
+	require.Equal(t, &projection.Queued{MessageID: "reply-1", Answers: steertest.Choose(qs), By: "ana", Seq: seq}, v.Active[0].Queued,
+		"stored and not spliced: shown queued")
+	_, err = client.Answer(ctx, holdover.AnswerRequest{Session: "stranded", CallID: "call-1", Answers: steertest.Skip(qs)})
+	require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err))
+
+	s.Splice(reply, seq)
+	s.Claim(reply.ID)
+	s.Admit(reply)
+	v, err = client.View(ctx, "stranded")
+	require.NoError(t, err)
+	require.Empty(t, v.Active, "admitted: settled late")
+	require.Len(t, v.Settled, 1)
 }
