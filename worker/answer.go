@@ -37,8 +37,11 @@ type durable struct {
 	rootLeases *leases.Watcher // the root leases of Sessions with a queued reply
 	recheck    func()          // stops looking leases and replies up after reconnects
 
+	ctx        context.Context          // the follow-ups', ended by Stop
 	following  jetstream.ConsumeContext // the queued replies (replies.go)
 	background sync.WaitGroup           // their follow-ups
+	mu         sync.Mutex               // orders stopped against new follow-ups
+	stopped    bool
 }
 
 func newDurable(w *Worker) *durable {
@@ -72,8 +75,10 @@ func (d *durable) endpoints() []endpoint {
 }
 
 // start follows the queued replies (replies.go), and looks the followed
-// root leases and replies up again after every reconnect.
+// root leases and replies up again after every reconnect. ctx, which ends
+// with Stop, is every follow-up's.
 func (d *durable) start(ctx context.Context) error {
+	d.ctx = ctx
 	follow, err := d.followReplies(ctx)
 	if err != nil {
 		return err
@@ -87,7 +92,22 @@ func (d *durable) start(ctx context.Context) error {
 }
 
 // stop ends the follow-ups; ctx, the worker's, has ended them already.
+// goBackground runs fn as a follow-up unless the half stops, and reports
+// whether it did.
+func (d *durable) goBackground(fn func()) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return false
+	}
+	d.background.Go(fn)
+	return true
+}
+
 func (d *durable) stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.mu.Unlock()
 	if d.following != nil {
 		d.following.Stop()
 	}
@@ -156,7 +176,7 @@ func (d *durable) resumeIfIdle(ctx context.Context, sid, callID, messageID strin
 		if state != liveroot.Alive {
 			// A runtime that took the Session and is no live root at once
 			// failed it: ask again later, not in a loop.
-			if resumed || !d.resume(ctx, sid, state, rec) {
+			if resumed || !d.resume(ctx, sid, state, rec, "a queued reply") {
 				return false
 			}
 			resumed = true
@@ -209,10 +229,10 @@ func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instan
 	}
 }
 
-// resume asks the runtime pool to bring sid back, and reports whether a
-// runtime took it; state says why: no root, or a root that was lost (rec
-// names it).
-func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, rec liveroot.Record) bool {
+// resume asks the runtime pool to bring sid back for why (a queued reply,
+// an interrupted call), and reports whether a runtime took it; state says
+// what became of its root: none, or one that was lost (rec names it).
+func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, rec liveroot.Record, why string) bool {
 	ctx, cancel := context.WithTimeout(ctx, d.worker.cfg.resumeTimeout())
 	defer cancel()
 	log := d.worker.log.With("session", sid, "reason", string(state))
@@ -222,11 +242,11 @@ func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, 
 	instance, err := liveroot.RequestResume(ctx, d.worker.nc, sid)
 	if err != nil {
 		d.resumes.WithLabelValues(string(state), string(holdover.Wire(err).Code)).Inc()
-		log.Warn("resume session for a queued reply; it is tried again", ops.Err(err))
+		log.Warn("resume session for "+why, ops.Err(err))
 		return false
 	}
 	d.resumes.WithLabelValues(string(state), "resumed").Inc()
-	log.Info("resumed session for a queued reply", "instance", instance)
+	log.Info("resumed session for "+why, "instance", instance)
 	return true
 }
 

@@ -88,7 +88,9 @@ func (d *durable) follow(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	d.background.Go(func() { d.followReply(ctx, m, sid, reply.Source.CallID, reply.ID) })
+	if !d.goBackground(func() { d.followReply(ctx, m, sid, reply.Source.CallID, reply.ID) }) {
+		_ = m.Nak() // the worker stops: another takes it now
+	}
 }
 
 // followReply runs the follow-up of the reply messageID to (sid, callID)

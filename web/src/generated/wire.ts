@@ -116,7 +116,7 @@ export interface Option {
   description?: string;
 }
 /**
- * A late reply that was spliced into the agent's inbox.
+ * A late reply that was spliced into the agent's inbox; in the view reply, also one stored on the call's reply subject that no runtime spliced yet.
  */
 export interface Queued {
   messageId: string;
@@ -126,7 +126,7 @@ export interface Queued {
    */
   by?: string;
   /**
-   * The seq of its agent/inbox/spliced event.
+   * The seq of its agent/inbox/spliced event; for a reply not spliced yet (view reply only), the stream seq of the reply itself.
    */
   seq: number;
 }
