@@ -57,7 +57,7 @@ func newDurable(w *Worker) *durable {
 		answerer: steer.New(views, replies),
 		outcomes: counterVec(w.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "total",
-			Help: "Late answers (D6) by outcome: accepted, not_answerable, or the error code.",
+			Help: "Late answers (D6) by outcome: accepted, the reason of a refusal (CALL_OPEN, CALL_UNKNOWN, CALL_SETTLED, NO_AGENT), or the error code.",
 		}, "outcome"),
 		resumes: counterVec(w.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "resume_requests_total",
@@ -129,6 +129,9 @@ func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 	}
 	in.User = req.header.Get(holdover.UserHeader)
 	out, err := d.answerer.Answer(ctx, in)
+	if err == nil && out.Reason != nil && out.Reason.Code == holdover.CodeCallOpen {
+		out, err = d.answerInterrupted(ctx, in, out)
+	}
 	d.count(&out, err)
 	if err != nil {
 		return nil, err
@@ -143,7 +146,7 @@ func (d *durable) count(out *holdover.AnswerResult, err error) {
 	case out.Accepted:
 		d.outcomes.WithLabelValues("accepted").Inc()
 	default:
-		d.outcomes.WithLabelValues("not_answerable").Inc()
+		d.outcomes.WithLabelValues(string(out.Reason.Code)).Inc()
 	}
 }
 

@@ -89,6 +89,7 @@ func TestD6AnswerOverNATS(t *testing.T) {
 	res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: "s1", CallID: "nope", Answers: steertest.Choose(qs)})
 	require.NoError(t, err)
 	require.False(t, res.Accepted)
+	require.Equal(t, holdover.CodeCallUnknown, res.Reason.Code, "the refusal crosses NATS with its reason")
 
 	_, err = r.client.Answer(ctx, holdover.AnswerRequest{Session: "s1", CallID: "call-1", Answers: steertest.Choose(qs)[:1]})
 	require.Equal(t, holdover.CodeBadAnswer, holdover.CodeOf(err))
@@ -107,7 +108,7 @@ func TestD6AnswerOverNATS(t *testing.T) {
 
 	outcomes := func(label string) float64 { return counter(t, r.metrics, "holdover_answers_total", label) }
 	require.Equal(t, 1.0, outcomes("accepted"))
-	require.Equal(t, 1.0, outcomes("not_answerable"))
+	require.Equal(t, 1.0, outcomes(string(holdover.CodeCallUnknown)))
 	require.Equal(t, 1.0, outcomes(string(holdover.CodeBadAnswer)))
 	require.Equal(t, 1.0, outcomes(string(holdover.CodeReplyQueued)))
 }
@@ -365,4 +366,55 @@ func TestD7ReplyStoredWithNoWorkerIsFollowedWhenOneStarts(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, v.Active, "admitted: settled late")
 	require.Len(t, v.Settled, 1)
+}
+
+// D6, D7, issue 20 item 5: an answer to an open call is refused CALL_OPEN
+// while a live root serves its Session. With none (its runtime died
+// mid-call), the worker asks the resume pool to take the Session over:
+// with no pool it is refused NO_AGENT; once a runtime took it and
+// repaired the call, the same answer is accepted.
+func TestD7AnswerToAnInterruptedCallResumesItOrSaysNoAgent(t *testing.T) {
+	r := startDurable(t)
+	ctx := ctx10(t)
+	qs := steertest.Questions("q1")
+	sessions := map[string]*steertest.Session{}
+	for _, sid := range []string{"served", "orphan"} {
+		sessions[sid] = steertest.NewSession(t, r.log, sid)
+		sessions[sid].Header(true)
+		sessions[sid].Ask("call-1", qs)
+	}
+	r.liveRoot(t, "served", "runtime-a")
+	answer := func(sid string) holdover.AnswerResult {
+		res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: sid, CallID: "call-1", Answers: steertest.Choose(qs)})
+		require.NoError(t, err)
+		return res
+	}
+
+	res := answer("served")
+	require.False(t, res.Accepted)
+	require.Equal(t, holdover.CodeCallOpen, res.Reason.Code, res.Reason.Message)
+	res = answer("orphan")
+	require.False(t, res.Accepted)
+	require.Equal(t, holdover.CodeNoAgent, res.Reason.Code, res.Reason.Message)
+	require.Contains(t, res.Reason.Message, "holdover agent --pool")
+
+	l, err := liveroot.HoldLease(ctx, r.env.Conn, r.env.JS, "runtime-new", lease.MinReleaseBound)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.End(context.Background()) })
+	sub, err := liveroot.ServeResume(ctx, r.env.Conn, func(ctx context.Context, sid string) (string, error) {
+		if _, err := r.svc.Roots().Register(ctx, sid, "runtime-new"); err != nil {
+			return "", err
+		}
+		sessions[sid].Repaired("call-1") // as a resumed runtime does before it answers
+		return "runtime-new", nil
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, r.env.Conn.Flush())
+	res = answer("orphan")
+	require.True(t, res.Accepted, "%+v", res.Reason)
+	outcomes := func(label string) float64 { return counter(t, r.metrics, "holdover_answers_total", label) }
+	require.Equal(t, 1.0, outcomes(string(holdover.CodeCallOpen)))
+	require.Equal(t, 1.0, outcomes(string(holdover.CodeNoAgent)))
+	require.Equal(t, 1.0, outcomes("accepted"))
 }

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
+	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/projection"
@@ -72,4 +74,24 @@ func (d *durable) repairInterrupted(ctx context.Context, sid string, callIDs []s
 func isOpen(v projection.View, callID string) bool {
 	c, ok := v.Find(callID)
 	return ok && c.Status == projection.Open
+}
+
+// answerInterrupted decides again on an answer that steer refused with
+// CALL_OPEN (refused): an open call whose Session no live root serves was
+// interrupted, its runtime gone before it recorded a result. The answer
+// asks the resume pool at once to take the Session over, and once a
+// runtime did (it repairs the call before it answers, so the call is
+// continued), answers again; when none did, it is refused NO_AGENT. A call
+// whose root lives (or whose root's lease has yet to end) stays CALL_OPEN.
+func (d *durable) answerInterrupted(ctx context.Context, in holdover.AnswerRequest, refused holdover.AnswerResult) (holdover.AnswerResult, error) {
+	rec, state, err := d.worker.roots.Root(ctx, in.Session, d.rootLeaseExists)
+	if err != nil || state == liveroot.Alive {
+		return refused, nil
+	}
+	if !d.resume(ctx, in.Session, state, rec, "an answer to an interrupted call") {
+		return holdover.AnswerResult{Reason: &holdover.Error{Code: holdover.CodeNoAgent, Message: fmt.Sprintf(
+			"call %s takes no answer: it is still open, no agent serves session %s (its runtime is gone), and no runtime of the resume pool took the Session over to repair the call; start one (holdover agent --pool) and the call turns continued",
+			in.CallID, in.Session)}}, nil
+	}
+	return d.answerer.Answer(ctx, in)
 }
