@@ -418,3 +418,25 @@ func TestD7AnswerToAnInterruptedCallResumesItOrSaysNoAgent(t *testing.T) {
 	require.Equal(t, 1.0, outcomes(string(holdover.CodeNoAgent)))
 	require.Equal(t, 1.0, outcomes("accepted"))
 }
+
+// D7, issue 20 item 4: with no runtime in the resume pool, an answer to a
+// continued call is still accepted and queued, and its Session is
+// resumed once a runtime joins the pool: the worker asks again, 1 s
+// after the first try and doubling, until one takes it.
+func TestD7ReplyQueuedWithNoPoolResumesWhenARuntimeJoins(t *testing.T) {
+	r := startDurable(t)
+	ctx := ctx10(t)
+	qs := steertest.Questions("q1")
+	steertest.NewSession(t, r.log, "waiting").Continued("call-1", qs)
+	res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: "waiting", CallID: "call-1", Answers: steertest.Choose(qs)})
+	require.NoError(t, err)
+	require.True(t, res.Accepted, "accepted with no pool")
+	require.Eventually(t, func() bool {
+		return counter(t, r.metrics, "holdover_answers_resume_requests_total", "no_root") >= 1
+	}, 10*time.Second, 5*time.Millisecond, "the worker tried the pool and found nobody")
+
+	joined := time.Now()
+	resumed := r.servePool(t)
+	require.Equal(t, "waiting", r.resumed(t, resumed))
+	t.Logf("resumed %v after a runtime joined the pool", time.Since(joined).Round(time.Millisecond))
+}
