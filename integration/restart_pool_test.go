@@ -148,6 +148,11 @@ on late answer say Switching to {answers} for {callId}.`)
 	evts := w.Events(restartSession)
 	result, repaired := repairedResult(evts, "call_1")
 	require.True(t, repaired, "the pool process repaired the call:\n%s", runtimetest.Describe(evts))
+	for _, e := range evts {
+		if e.Body == result {
+			t.Logf("the repair recorded %v after SIGKILL; the View continued %v after the repair", e.At.Sub(killed).Round(time.Millisecond), (took - e.At.Sub(killed)).Round(time.Millisecond))
+		}
+	}
 	require.True(t, result.IsError)
 	require.Equal(t, interruptedText, events.JoinText(result.Content))
 	now := w.liveRoot()
@@ -156,6 +161,8 @@ on late answer say Switching to {answers} for {callId}.`)
 	require.Eventually(t, func() bool {
 		return strings.Contains(w.worker.log(), `msg="resumed session for an interrupted call"`)
 	}, restartPatience, 10*time.Millisecond, "the worker logs why it resumed the Session")
+	gone, resumedAt := logTime(t, w.worker.log(), `msg="caller gone; its waits aborted"`), logTime(t, w.worker.log(), `msg="resumed session for an interrupted call"`)
+	t.Logf("the caller lease ended %v after SIGKILL; the pool took the Session over %v later", gone.Sub(killed).Round(time.Millisecond), resumedAt.Sub(gone).Round(time.Millisecond))
 
 	res, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
 	require.NoError(t, err)
@@ -166,4 +173,21 @@ on late answer say Switching to {answers} for {callId}.`)
 	w.requireSettledLate(evts)
 	w.stop(other)
 	w.stop(w.worker)
+}
+
+// logTime is the time of the first line of a text log that holds msg.
+func logTime(t *testing.T, log, msg string) time.Time {
+	t.Helper()
+	for line := range strings.Lines(log) {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		stamp, ok := strings.CutPrefix(strings.Fields(line)[0], "time=")
+		require.True(t, ok, "%q has no time", line)
+		at, err := time.Parse(time.RFC3339Nano, stamp)
+		require.NoError(t, err)
+		return at
+	}
+	t.Fatalf("no log line holds %s", msg)
+	return time.Time{}
 }
