@@ -201,6 +201,23 @@ func ReplySubject(sid, callID string) (string, error) {
 	return SessionSubject(sid, inboxSuffix+"."+tok)
 }
 
+// ParseReplySubject returns the Session and the call of a reply subject,
+// reversing [ReplySubject]; anything else is BAD_REQUEST.
+func ParseReplySubject(subject string) (sid, callID string, err error) {
+	rest, ok := strings.CutPrefix(subject, sessionPrefix)
+	sid, tok, found := strings.Cut(rest, "."+inboxSuffix+".")
+	if !ok || !found || strings.Contains(tok, ".") {
+		return "", "", holdover.Newf(holdover.CodeBadRequest, "%q is not a reply subject", subject)
+	}
+	if err := CheckSession(sid); err != nil {
+		return "", "", err
+	}
+	if callID, err = FromToken(tok); err != nil {
+		return "", "", err
+	}
+	return sid, callID, nil
+}
+
 // ReplySubjects matches the reply subject of every call of every Session.
 const ReplySubjects = sessionPrefix + "*." + inboxSuffix + ".*"
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
@@ -29,6 +30,12 @@ import (
 // follows before the server hands the reply to another worker.
 const DefaultReplyAckWait = 30 * time.Second
 
+// followAfter is how long after its store a reply's first follow-up
+// starts: after the answer that stored it has replied, so the follow-up's
+// reads do not compete with that reply for the connection and the server
+// while the person waits (issue 11).
+const followAfter = 100 * time.Millisecond
+
 // maxFollowed bounds the replies all workers follow at once: each is a
 // reply that awaits admission.
 const maxFollowed = 20_000
@@ -53,6 +60,9 @@ func (c Config) followConfig() jetstream.ConsumerConfig {
 		AckWait:       c.ReplyAckWait,
 		MaxAckPending: maxFollowed,
 		MaxDeliver:    -1,
+		// The subject names the Session and the call, Nats-Msg-Id the
+		// reply: the body would only cost the late answer's connection.
+		HeadersOnly: true,
 	}
 }
 
@@ -77,18 +87,26 @@ func (d *durable) follow(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	sid, _ := streams.SessionFromSubject(m.Subject())
-	reply, err := inbox.Decode(m.Data())
-	if err == nil && !reply.Source.IsQuestionReply() {
-		err = holdover.New(holdover.CodeBadRequest, "not a late reply: its source is not user-question-reply")
+	sid, callID, err := streams.ParseReplySubject(m.Subject())
+	messageID := m.Headers().Get(nats.MsgIdHdr)
+	if err == nil && messageID == "" {
+		err = holdover.New(holdover.CodeBadRequest, "no Nats-Msg-Id: no late reply")
 	}
-	if err != nil || streams.CheckSession(sid) != nil {
-		// Nothing a runtime would admit as a reply to the call.
+	if err != nil {
+		// Nothing a runtime would admit as a reply to a call.
 		d.worker.log.Warn("pass over a message on a reply subject", "subject", m.Subject(), ops.Err(err))
 		_ = m.Term()
 		return
 	}
-	if !d.goBackground(func() { d.followReply(ctx, m, sid, reply.Source.CallID, reply.ID) }) {
+	if !d.goBackground(func() {
+		if meta, err := m.Metadata(); err == nil && meta.NumDelivered == 1 {
+			select {
+			case <-time.After(followAfter - time.Since(meta.Timestamp)):
+			case <-ctx.Done():
+			}
+		}
+		d.followReply(ctx, m, sid, callID, messageID)
+	}) {
 		_ = m.Nak() // the worker stops: another takes it now
 	}
 }
