@@ -88,7 +88,7 @@ func TestFaultWorkerKilledMidAnswersStrandsNoReply(t *testing.T) {
 	victim.kill()
 	answered.Wait()
 
-	killed := time.Now()
+	restarted := time.Now()
 	fgStart(t, bin, "worker", "-nats", url, "-creds", w.creds(auth.Worker), "-replyackwait", strandAckWait.String())
 	log := sessionlog.New(w.env.JS, w.env.Topology.Sessions)
 	for i := range n {
@@ -110,8 +110,8 @@ func TestFaultWorkerKilledMidAnswersStrandsNoReply(t *testing.T) {
 		}
 		assert.Equal(t, 1, replies, "%s: one reply stored", sid)
 	}
-	t.Logf("%d of %d stored replies admitted once, the last %v after the worker restarted (AckWait %v)",
-		n, n, time.Since(killed).Round(time.Millisecond), strandAckWait)
+	t.Logf("%d of %d stored replies admitted once, the last %v after a new worker was started (AckWait %v)",
+		n, n, time.Since(restarted).Round(time.Millisecond), strandAckWait)
 }
 
 func strandSession(i int) string { return fmt.Sprintf("strand-%d", i) }
