@@ -32,6 +32,22 @@ const (
 	CodeUntrackedCall Code = "UNTRACKED_CALL"
 )
 
+// The reasons a late answer is refused (AnswerResult.Reason, D6): why the
+// call takes no answer now. They are no errors: the request was fine.
+const (
+	// CodeCallOpen: the call is open; its foreground wait may be running,
+	// and it takes a late answer once it continues.
+	CodeCallOpen Code = "CALL_OPEN"
+	// CodeCallUnknown: no active or settled call with that id is tracked:
+	// never asked in a timed Session, or removed by a failed result.
+	CodeCallUnknown Code = "CALL_UNKNOWN"
+	// CodeCallSettled: the call is settled already, in time or late.
+	CodeCallSettled Code = "CALL_SETTLED"
+	// CodeNoAgent: the call is open, no live agent serves its Session, and
+	// no runtime of the resume pool took it over to repair the call.
+	CodeNoAgent Code = "NO_AGENT"
+)
+
 // Codes for input and infrastructure failures that are not question
 // semantics but still cross process boundaries with a stable meaning.
 const (

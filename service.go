@@ -60,4 +60,7 @@ const UserHeader = "Holdover-User"
 type AnswerResult struct {
 	Accepted  bool   `json:"accepted"`
 	MessageID string `json:"messageId,omitempty"`
+	// Reason says why an answer was not accepted: CALL_OPEN,
+	// CALL_UNKNOWN, CALL_SETTLED or NO_AGENT, with a message for people.
+	Reason *Error `json:"reason,omitempty"`
 }

@@ -188,6 +188,7 @@ func sessionConsumers(what string) []Rule {
 // of one role share, by the role that owns them.
 var sharedDurables = map[string]Role{
 	streams.ProjectionDurable: Worker,
+	streams.RepliesDurable:    Worker,
 	streams.NotifyDurable:     Notifier,
 }
 
@@ -199,7 +200,7 @@ var sharedDurables = map[string]Role{
 func workerDurables(own ...Role) []Rule {
 	const why = "another role's shared consumer: re-creating it would change it, pulling from it would take events from its owners, deleting it would replay the log to them"
 	var out []Rule
-	for _, d := range []string{streams.ProjectionDurable, streams.NotifyDurable} {
+	for _, d := range []string{streams.ProjectionDurable, streams.RepliesDurable, streams.NotifyDurable} {
 		if slices.Contains(own, sharedDurables[d]) {
 			continue
 		}

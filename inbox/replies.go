@@ -62,6 +62,33 @@ func (r *Replies) Last(ctx context.Context, sid, callID string) (Last, error) {
 	return lastOf(m.Sequence, m.Header), nil
 }
 
+// Stored returns the reply to (sid, callID) that its reply subject holds
+// and the log has neither spliced nor released (logged, caught up): a
+// reply queued for the agent that no runtime has read yet. It reports
+// false when the subject holds no such reply.
+func (r *Replies) Stored(ctx context.Context, sid, callID string, logged Logged) (Queued, bool, error) {
+	subject, err := streams.ReplySubject(sid, callID)
+	if err != nil {
+		return Queued{}, false, err
+	}
+	m, err := r.stream.GetLastMsgForSubject(ctx, subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return Queued{}, false, nil
+	case err != nil:
+		return Queued{}, false, holdover.Wrapf(err, holdover.CodeInternal, "read the last message of %s", subject)
+	}
+	last := lastOf(m.Sequence, m.Header)
+	if last.Marker != "" || logged.Held != "" || holder(logged, last) != last.MessageID {
+		return Queued{}, false, nil
+	}
+	msg, err := Decode(m.Data)
+	if err != nil {
+		return Queued{}, false, err
+	}
+	return Queued{Seq: m.Sequence, Message: msg}, true, nil
+}
+
 // Queue publishes msg as the reply to callID of sid, provided the reply
 // subject's last message is still the one at stream sequence expect (0:
 // the subject is empty), and returns its stream sequence. This one write

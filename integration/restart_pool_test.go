@@ -120,3 +120,74 @@ func (w *restartWorld) rootLeases() []string {
 	require.NoError(w.t, lister.Err())
 	return names
 }
+
+// D3, D7, issue 20 item 4: a runtime SIGKILLed mid-wait leaves its
+// question open; nobody restarts it by hand. The worker that held the
+// wait hears the caller's lease end (ASK_ABORTED), sees the call still
+// open and no live root once the dead runtime's root lease ends too, and
+// asks the pool to take the Session over: the other pool process repairs
+// the call (TOOL_OUTCOME_UNKNOWN), which turns it continued, within the
+// release bound and the pool's take-over. A late answer is then admitted
+// once and settles it.
+func TestRestartPoolRepairsTheCallOfARuntimeKilledMidWait(t *testing.T) {
+	t.Parallel()
+	w := newRestartWorld(t, `ask db "Which database?" options Postgres,SQLite timeout 60
+say I will go on without the answer for now.
+on late answer say Switching to {answers} for {callId}.`)
+	first := w.poolAgent("--session", restartSession, "--prompt", "Set up the service.")
+	other := w.poolAgent()
+	w.awaitView("call_1 open", callIs("call_1", projection.Open))
+	dead := w.liveRoot()
+
+	first.kill()
+	killed := time.Now()
+	w.awaitView("call_1 continued", callIs("call_1", projection.Continued))
+	took := time.Since(killed)
+	t.Logf("call_1 answerable %v after SIGKILL (release bound %v)", took.Round(time.Millisecond), poolBound)
+	require.Less(t, took, poolBound+worker.DefaultResumeTimeout, "answerable within the release bound and the pool's take-over")
+	evts := w.Events(restartSession)
+	result, repaired := repairedResult(evts, "call_1")
+	require.True(t, repaired, "the pool process repaired the call:\n%s", runtimetest.Describe(evts))
+	for _, e := range evts {
+		if e.Body == result {
+			t.Logf("the repair recorded %v after SIGKILL; the View continued %v after the repair", e.At.Sub(killed).Round(time.Millisecond), (took - e.At.Sub(killed)).Round(time.Millisecond))
+		}
+	}
+	require.True(t, result.IsError)
+	require.Equal(t, interruptedText, events.JoinText(result.Content))
+	now := w.liveRoot()
+	require.Equal(t, w.rootLeaseOf(other), liveroot.LeaseName(now.Instance), "the other pool process took the Session")
+	require.Equal(t, dead.Epoch+1, now.Epoch)
+	require.Eventually(t, func() bool {
+		return strings.Contains(w.worker.log(), `msg="resumed session for an interrupted call"`)
+	}, restartPatience, 10*time.Millisecond, "the worker logs why it resumed the Session")
+	gone, resumedAt := logTime(t, w.worker.log(), `msg="caller gone; its waits aborted"`), logTime(t, w.worker.log(), `msg="resumed session for an interrupted call"`)
+	t.Logf("the caller lease ended %v after SIGKILL; the pool took the Session over %v later", gone.Sub(killed).Round(time.Millisecond), resumedAt.Sub(gone).Round(time.Millisecond))
+
+	res, err := w.user.Answer(w.ctx, holdover.AnswerRequest{Session: restartSession, CallID: "call_1", Answers: sqlite})
+	require.NoError(t, err)
+	require.True(t, res.Accepted)
+	evts = w.awaitLateReaction()
+	w.requireAdmitted(evts, res.MessageID)
+	require.Len(t, admissions(evts, "call_1"), 1, "admitted once")
+	w.requireSettledLate(evts)
+	w.stop(other)
+	w.stop(w.worker)
+}
+
+// logTime is the time of the first line of a text log that holds msg.
+func logTime(t *testing.T, log, msg string) time.Time {
+	t.Helper()
+	for line := range strings.Lines(log) {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		stamp, ok := strings.CutPrefix(strings.Fields(line)[0], "time=")
+		require.True(t, ok, "%q has no time", line)
+		at, err := time.Parse(time.RFC3339Nano, stamp)
+		require.NoError(t, err)
+		return at
+	}
+	t.Fatalf("no log line holds %s", msg)
+	return time.Time{}
+}

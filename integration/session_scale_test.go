@@ -101,6 +101,7 @@ func TestSessionScale(t *testing.T) {
 // scaleProc is a faultproc that answers commands on stdin with JSON lines.
 type scaleProc struct {
 	t     *testing.T
+	proc  *fgProc
 	in    io.Writer
 	lines *bufio.Scanner
 	said  string
@@ -116,8 +117,7 @@ func startScaleProc(t *testing.T, argv ...string) *scaleProc {
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	name := strings.Join(argv[:2], " ")
-	fgSpawn(t, name, cmd)
-	p := &scaleProc{t: t, in: in, lines: bufio.NewScanner(out)}
+	p := &scaleProc{t: t, proc: fgSpawn(t, name, cmd), in: in, lines: bufio.NewScanner(out)}
 	require.True(t, p.lines.Scan(), "%s ended before it was ready", name)
 	rest, ok := strings.CutPrefix(p.lines.Text(), "ready")
 	require.True(t, ok, "%s said %q", name, p.lines.Text())

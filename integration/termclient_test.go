@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/termclient"
 )
@@ -279,4 +281,31 @@ func TestTermclientErrorsCarryTheirCodes(t *testing.T) {
 	gone := list(gwTokenAna, "s1")
 	gone.Gateway = down
 	assert.Equal(t, termclient.CodeUnavailable, codeOf(gone))
+}
+
+// D6, issue 20 item 5: a late answer the service refuses says why. The
+// person picks a continued call and types an answer; before it is sent,
+// another reply settles the call. The terminal Client shows the reason
+// with its code, CALL_SETTLED, not a bare refusal.
+func TestTermclientRefusedLateAnswerSaysWhy(t *testing.T) {
+	t.Parallel()
+	w := newTermWorld(t)
+	s := w.session("s1")
+	qs := steertest.Questions("color")
+	s.Continued("call-1", qs)
+
+	term := start(t, w.options(gwTokenAna, "s1"))
+	term.see("  1) call-1  continued")
+	term.typeLine("1")
+	term.see("Question 1 of 1 (color)")
+	term.typeLine("yes")
+	term.see("Send? [Y/n] ")
+	reply, err := events.NewReply("reply-elsewhere", "call-1", qs, steertest.Skip(qs))
+	require.NoError(t, err)
+	s.Admit(reply)
+	projectiontest.Folded(t, w.env.Topology.Questions, "s1", s.Last())
+	term.typeLine("")
+	term.see("CALL_SETTLED")
+	_ = term.end()
+	assert.Contains(t, term.out.String(), "call call-1 takes no answer: it is answered already, by a late reply the agent admitted")
 }

@@ -54,6 +54,17 @@ func (v *View) Logged(callID string) inbox.Logged {
 	return inbox.Logged{}
 }
 
+// ShowStored shows q, a reply stored on the call's reply subject that the
+// agent has not spliced yet (inbox.Replies.Stored), as the call's queued
+// reply, with the stream seq of the reply as its seq: a reader sees that
+// the call has a reply waiting, though no runtime read it yet. A View
+// shown so is a reader's, never stored: the bucket holds the fold of the
+// log only.
+func (c *Call) ShowStored(q inbox.Queued) {
+	m := q.Message
+	c.Queued = &Queued{MessageID: m.ID, Answers: replyAnswers(m, c.Questions), By: m.Source.User, Seq: q.Seq}
+}
+
 func (q *Queued) clone() *Queued {
 	if q == nil {
 		return nil

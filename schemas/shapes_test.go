@@ -59,7 +59,7 @@ func fullShapes() map[string]any {
 		"requests/discard.json":   runtime.DiscardRequest{Session: "s1", MessageID: "reply-1", Reason: "taken back"},
 		"replies/ask.json":        holdover.Batch{Answers: answers},
 		"replies/ask-timed.json":  holdover.Outcome{Answers: answers, Pending: true},
-		"replies/answer.json":     holdover.AnswerResult{Accepted: true, MessageID: "reply-1"},
+		"replies/answer.json":     holdover.AnswerResult{Accepted: true, MessageID: "reply-1", Reason: wireErr},
 		"replies/view.json":       view,
 		"replies/inflight.json":   userquestions.InflightResult{Requests: []userquestions.WaterfallRequest{request}},
 		"replies/error.json":      *wireErr,

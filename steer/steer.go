@@ -12,6 +12,7 @@ package steer
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"sync"
 
 	"github.com/holdover-dev/holdover"
@@ -52,7 +53,8 @@ func New(views Projection, replies *inbox.Replies) *Answerer {
 const maxAttempts = 8
 
 // Answer answers a continued call late (D6). It returns Accepted false,
-// with no error, for a call that is unknown or not continued; REPLY_QUEUED
+// with no error and with the reason [Refused] gives, for a call that is
+// unknown or not continued; REPLY_QUEUED
 // while another reply to the call awaits admission; BAD_ANSWER unless the
 // batch names every question exactly once (an all-skipped batch is fine).
 // An accepted answer is queued on the call's reply subject as a user
@@ -100,7 +102,7 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 		}
 		call, ok := view.Find(req.CallID)
 		if !ok || call.Status != projection.Continued {
-			return holdover.AnswerResult{Accepted: false}, nil
+			return Refused(view, req.CallID), nil
 		}
 		expect, err := inbox.Check(req.CallID, call.Logged(), last)
 		if err != nil {
@@ -128,6 +130,26 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 		readLast = true // a reply or a marker is there: decide on what it is
 	}
 	return holdover.AnswerResult{}, holdover.Newf(holdover.CodeConflict, "the reply subject of call %s kept changing under %d attempts to answer it", req.CallID, maxAttempts)
+}
+
+// Refused is the refusal of a late answer to callID, which view holds as
+// no continued call: CALL_SETTLED for a settled call, CALL_OPEN for an
+// open one, CALL_UNKNOWN for one it does not track. An open call whose
+// Session no agent serves is NO_AGENT, which only who resolves agents
+// can tell (D7: the worker).
+func Refused(view projection.View, callID string) holdover.AnswerResult {
+	code, why := holdover.CodeCallUnknown, "no ask_user_question call with this id is open or continued in the Session (never recorded, its arguments not a valid ask, or its result an error)"
+	if s, ok := view.FindSettled(callID); ok {
+		code, why = holdover.CodeCallSettled, "it is answered already, in time; it takes no more answers"
+		if s.Late {
+			code, why = holdover.CodeCallSettled, "it is answered already, by a late reply the agent admitted; it takes no more answers"
+		}
+	} else if _, ok := view.Find(callID); ok {
+		code, why = holdover.CodeCallOpen, "it is still open: the agent may be waiting on it, so answer it through its card; it takes a late answer once it continues"
+	} else if !view.Timed {
+		why = "the Session's last request/header does not offer the timed ask_user_question tool (with timeout), so none of its questions is answerable late"
+	}
+	return holdover.AnswerResult{Accepted: false, Reason: &holdover.Error{Code: code, Message: fmt.Sprintf("call %s takes no answer: %s", callID, why)}}
 }
 
 // read returns the caught-up View of sid and, when withLast, the last

@@ -101,13 +101,16 @@ func (r *rig) refused(t *testing.T, code holdover.Code, sid, callID string, answ
 }
 
 // notAnswerable asserts that an answer to callID is turned down with
-// false, not an error (D6), and queues nothing.
-func (r *rig) notAnswerable(t *testing.T, sid, callID string, answers []holdover.Answer, msgAndArgs ...any) {
+// false, not an error (D6), for the reason code, and queues nothing.
+func (r *rig) notAnswerable(t *testing.T, code holdover.Code, sid, callID string, answers []holdover.Answer, msgAndArgs ...any) {
 	t.Helper()
 	res, err := r.answer(t, sid, callID, answers)
 	require.NoError(t, err, msgAndArgs...)
 	require.False(t, res.Accepted, msgAndArgs...)
 	require.Empty(t, res.MessageID, msgAndArgs...)
+	require.NotNil(t, res.Reason, msgAndArgs...)
+	require.Equal(t, code, res.Reason.Code, msgAndArgs...)
+	require.Contains(t, res.Reason.Message, callID, msgAndArgs...)
 }
 
 // continuedCall writes Session s1 in which call-1, asking q1, is
@@ -252,10 +255,16 @@ func TestD6NotAnswerableIsFalse(t *testing.T) {
 	s.Ask("legacy", qs)
 	s.Repaired("legacy")
 
-	for _, callID := range []string{"unknown", "open", "settled", "failed", "legacy"} {
-		r.notAnswerable(t, "s1", callID, steertest.Choose(qs), callID)
+	for callID, code := range map[string]holdover.Code{
+		"unknown": holdover.CodeCallUnknown,
+		"open":    holdover.CodeCallOpen,
+		"settled": holdover.CodeCallSettled,
+		"failed":  holdover.CodeCallUnknown,
+		"legacy":  holdover.CodeCallUnknown,
+	} {
+		r.notAnswerable(t, code, "s1", callID, steertest.Choose(qs), callID)
 	}
-	r.notAnswerable(t, "no-such-session", "call-1", steertest.Choose(qs))
+	r.notAnswerable(t, holdover.CodeCallUnknown, "no-such-session", "call-1", steertest.Choose(qs))
 	require.Empty(t, r.queued(t, "s1"))
 }
 
@@ -273,7 +282,7 @@ func TestD6RepairedTimedCallIsAnswerable(t *testing.T) {
 func TestD6ValidatesAgainstTheCaughtUpLog(t *testing.T) {
 	r := newRig(t)
 	s, qs := r.openCall(t)
-	r.notAnswerable(t, "s1", "call-1", steertest.Choose(qs), "an open call is not answerable")
+	r.notAnswerable(t, holdover.CodeCallOpen, "s1", "call-1", steertest.Choose(qs), "an open call is not answerable")
 
 	s.Pending("call-1")
 	r.accept(t, "s1", "call-1", steertest.Choose(qs))
@@ -361,7 +370,7 @@ func TestD8AdmissionSettles(t *testing.T) {
 		s.TurnEnd("t2")
 		r.folded(t, s)
 
-		r.notAnswerable(t, "s1", "call-1", steertest.Skip(qs))
+		r.notAnswerable(t, holdover.CodeCallSettled, "s1", "call-1", steertest.Skip(qs))
 		if r.marking {
 			require.Equal(t, inbox.Released, r.lastReply(t, "s1", "call-1").Marker)
 		}
@@ -397,7 +406,7 @@ func TestD8RestoredReclaimedReplyBlocksANewOne(t *testing.T) {
 		}
 
 		s.Admit(reply.Message)
-		r.notAnswerable(t, "s1", "call-1", steertest.Skip(qs), "admitted: settled, no longer continued")
+		r.notAnswerable(t, holdover.CodeCallSettled, "s1", "call-1", steertest.Skip(qs), "admitted: settled, no longer continued")
 		require.Len(t, r.queued(t, "s1"), 1, "one reply, whatever happened to its reservation")
 	})
 }
@@ -527,7 +536,7 @@ func TestD6OneWriteRefusedByAnEventDecidesAgain(t *testing.T) {
 	require.Equal(t, kept.SessionSeq, stale.SessionSeq, "the answer below starts from the stale kept View")
 	require.Less(t, stale.SessionSeq, s.Last())
 
-	r.notAnswerable(t, "s1", "call-1", steertest.Choose(qs), "the call settled after the kept View (D5, D6)")
+	r.notAnswerable(t, holdover.CodeCallSettled, "s1", "call-1", steertest.Choose(qs), "the call settled after the kept View (D5, D6)")
 	require.Len(t, r.queued(t, "s1"), 1, "nothing more queued")
 }
 

@@ -77,6 +77,11 @@ const (
 	ProjectionDurable = "projection"
 	// NotifyDurable is the one notifier processes share (package notify).
 	NotifyDurable = "notify"
+	// RepliesDurable delivers every message of the calls' reply subjects
+	// to the workers, which make sure a runtime reads each reply queued
+	// there (D7, package worker): the follow-up of an accepted late
+	// answer is durable, not the request that queued it.
+	RepliesDurable = "replies"
 )
 
 // Wildcards over every Session's subject of one kind: the stream filters,
@@ -194,6 +199,23 @@ func ReplySubject(sid, callID string) (string, error) {
 		return "", err
 	}
 	return SessionSubject(sid, inboxSuffix+"."+tok)
+}
+
+// ParseReplySubject returns the Session and the call of a reply subject,
+// reversing [ReplySubject]; anything else is BAD_REQUEST.
+func ParseReplySubject(subject string) (sid, callID string, err error) {
+	rest, ok := strings.CutPrefix(subject, sessionPrefix)
+	sid, tok, found := strings.Cut(rest, "."+inboxSuffix+".")
+	if !ok || !found || strings.Contains(tok, ".") {
+		return "", "", holdover.Newf(holdover.CodeBadRequest, "%q is not a reply subject", subject)
+	}
+	if err := CheckSession(sid); err != nil {
+		return "", "", err
+	}
+	if callID, err = FromToken(tok); err != nil {
+		return "", "", err
+	}
+	return sid, callID, nil
 }
 
 // ReplySubjects matches the reply subject of every call of every Session.

@@ -83,3 +83,19 @@ func TestReplySubjectIsPerCall(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "s1", sid)
 }
+
+// A reply subject names its Session and its call, whatever the call id.
+func TestParseReplySubjectReversesReplySubject(t *testing.T) {
+	for _, id := range []string{"call_1", "deploy.1", "toolu_01ABC", "x y", "=abc"} {
+		subject, err := streams.ReplySubject("s1", id)
+		require.NoError(t, err)
+		sid, callID, err := streams.ParseReplySubject(subject)
+		require.NoError(t, err, subject)
+		require.Equal(t, "s1", sid)
+		require.Equal(t, id, callID)
+	}
+	for _, bad := range []string{"holdover.session.s1.inbox", "holdover.session.s1.events", "holdover.session.s1.inbox.a.b", "other.s1.inbox.c", "holdover.session.a*b.inbox.c", "holdover.session.s1.inbox.=!!"} {
+		_, _, err := streams.ParseReplySubject(bad)
+		require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err), "%q", bad)
+	}
+}

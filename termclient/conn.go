@@ -227,7 +227,8 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 }
 
 // Answer sends a late answer to a continued call through the late-answer
-// RPC (D6, C3). Accepted false means the call is unknown or not continued.
+// RPC (D6, C3). Accepted false means the call is unknown or not
+// continued; Reason says which.
 func (c *Conn) Answer(ctx context.Context, sid, callID string, answers []holdover.Answer) (holdover.AnswerResult, error) {
 	var res holdover.AnswerResult
 	err := c.Call(ctx, methodAnswer, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers}, &res)

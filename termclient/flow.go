@@ -324,8 +324,11 @@ func (a *attempt) sendLate(ctx context.Context, answers []holdover.Answer) error
 	if err != nil {
 		return err
 	}
-	if !res.Accepted {
-		return holdover.Newf(holdover.CodeNotFound, "call %s is no longer answerable", a.callID)
+	switch {
+	case !res.Accepted && res.Reason != nil:
+		return res.Reason // why, with its code: CALL_SETTLED, CALL_OPEN, …
+	case !res.Accepted:
+		return holdover.Newf(holdover.CodeNotFound, "call %s is no longer answerable", a.callID) // a worker that gives no reason
 	}
 	fmt.Fprintf(a.f.out, "Accepted: your answer to call %s is queued for the agent (message %s).\n", a.callID, res.MessageID)
 	return nil

@@ -63,8 +63,9 @@ func (o Options) Check() error {
 // and let the person pick and answer calls typed on in, until in ends or
 // they quit. Outcomes and prompts go to out. A failure comes back with its
 // code: the gateway's (UNAUTHORIZED, FORBIDDEN, UNAVAILABLE), the question
-// service's (REPLY_QUEUED, BAD_ANSWER), or NOT_FOUND for a call that is
-// unknown or no longer answerable.
+// service's (REPLY_QUEUED, BAD_ANSWER), or the reason a late answer was
+// refused (CALL_OPEN, CALL_UNKNOWN, CALL_SETTLED, NO_AGENT); NOT_FOUND for
+// a call the Session does not show.
 func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	if err := opts.Check(); err != nil {
 		return err

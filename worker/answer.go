@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdover-dev/holdover"
@@ -36,7 +37,11 @@ type durable struct {
 	rootLeases *leases.Watcher // the root leases of Sessions with a queued reply
 	recheck    func()          // stops looking leases and replies up after reconnects
 
-	background sync.WaitGroup // resume requests
+	ctx        context.Context          // the follow-ups', ended by Stop
+	following  jetstream.ConsumeContext // the queued replies (replies.go)
+	background sync.WaitGroup           // their follow-ups
+	mu         sync.Mutex               // orders stopped against new follow-ups
+	stopped    bool
 }
 
 func newDurable(w *Worker) *durable {
@@ -49,11 +54,11 @@ func newDurable(w *Worker) *durable {
 		answerer: steer.New(views, replies),
 		outcomes: counterVec(w.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "total",
-			Help: "Late answers (D6) by outcome: accepted, not_answerable, or the error code.",
+			Help: "Late answers (D6) by outcome: accepted, the reason of a refusal (CALL_OPEN, CALL_UNKNOWN, CALL_SETTLED, NO_AGENT), or the error code.",
 		}, "outcome"),
 		resumes: counterVec(w.metrics(), prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "resume_requests_total",
-			Help: "Resume requests sent for Sessions with no live root after an accepted answer (D7), by reason (no_root, root_lost) and result.",
+			Help: "Resume requests sent for Sessions with no live root and a queued reply (D7), by reason (no_root, root_lost) and result.",
 		}, "reason", "result"),
 		rootLeases: leases.NewWatcher(w.nc, w.js, w.log),
 	}
@@ -61,14 +66,21 @@ func newDurable(w *Worker) *durable {
 
 func (d *durable) endpoints() []endpoint {
 	return []endpoint{
-		{name: opAnswer, serve: d.answer, repliesLater: true},
+		{name: opAnswer, serve: d.answer},
 		{name: opView, serve: d.view},
 	}
 }
 
-// start looks the followed root leases and queued replies up again after
-// every reconnect.
-func (d *durable) start(context.Context) error {
+// start follows the queued replies (replies.go), and looks the followed
+// root leases and replies up again after every reconnect. ctx, which ends
+// with Stop, is every follow-up's.
+func (d *durable) start(ctx context.Context) error {
+	d.ctx = ctx
+	follow, err := d.followReplies(ctx)
+	if err != nil {
+		return err
+	}
+	d.following = follow
 	d.recheck = leases.OnReconnect(d.worker.nc, 0, func(ctx context.Context) {
 		d.rootLeases.Recheck(ctx)
 		d.replies.Recheck(ctx)
@@ -76,18 +88,36 @@ func (d *durable) start(context.Context) error {
 	return nil
 }
 
+// stop ends the follow-ups; ctx, the worker's, has ended them already.
+// goBackground runs fn as a follow-up unless the half stops, and reports
+// whether it did.
+func (d *durable) goBackground(fn func()) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return false
+	}
+	d.background.Go(fn)
+	return true
+}
+
 func (d *durable) stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.mu.Unlock()
+	if d.following != nil {
+		d.following.Stop()
+	}
 	d.background.Wait()
 	if d.recheck != nil {
 		d.recheck()
 	}
 }
 
-// answer is the late-answer endpoint (D6). It sends its reply itself (an
-// error reply is the worker's), and only then, once an answer is queued,
-// makes sure a runtime will read it (D7): that follow-up is no part of
-// the answer, and started before the reply it would compete with it for
-// the connection and the CPU while the caller waits (issue 11).
+// answer is the late-answer endpoint (D6). Making sure a runtime reads
+// an accepted answer (D7) is no part of it: the reply it queued is
+// followed from the reply subject (replies.go), so a worker that dies
+// after queuing it strands nothing.
 func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 	var in holdover.AnswerRequest
 	if err := decodeChecked(answerSchema, req.data, &in); err != nil {
@@ -96,13 +126,12 @@ func (d *durable) answer(ctx context.Context, req *request) (any, error) {
 	}
 	in.User = req.header.Get(holdover.UserHeader)
 	out, err := d.answerer.Answer(ctx, in)
+	if err == nil && out.Reason != nil && out.Reason.Code == holdover.CodeCallOpen {
+		out, err = d.answerInterrupted(ctx, in, out)
+	}
 	d.count(&out, err)
 	if err != nil {
 		return nil, err
-	}
-	d.worker.reply(req, out, nil)
-	if out.Accepted {
-		d.background.Go(func() { d.resumeIfIdle(ctx, in.Session, in.CallID, out.MessageID) })
 	}
 	return out, nil
 }
@@ -114,32 +143,53 @@ func (d *durable) count(out *holdover.AnswerResult, err error) {
 	case out.Accepted:
 		d.outcomes.WithLabelValues("accepted").Inc()
 	default:
-		d.outcomes.WithLabelValues("not_answerable").Inc()
+		d.outcomes.WithLabelValues(string(out.Reason.Code)).Inc()
 	}
 }
 
 // resumeIfIdle makes sure a runtime reads the reply messageID queued for
-// (sid, callID) (D7). When the registry names no live root, or the root it
-// names has lost its root lease (the instance died without releasing), it
-// asks the runtime pool to resume the Session. A live root reads the reply
-// itself, unless it dies first: its lease is followed until the reply
-// leaves the inbox, and a root that ends before then is resumed from. The
-// reply is durable either way: a failed resume is logged, and the reply
-// waits for the next root.
-func (d *durable) resumeIfIdle(ctx context.Context, sid, callID, messageID string) {
+// (sid, callID) (D7), and reports when it needs no more: once it no
+// longer awaits admission (inbox.Replies.Held). Until then, when the
+// registry names no live root, or the root it names has lost its root
+// lease (the instance died without releasing), it asks the runtime pool
+// to resume the Session; a live root, its own or the one it resumed, is
+// followed until the reply leaves the inbox, and a root that ends before
+// then is resumed from. It reports false when it could not go on (a read
+// failed, no runtime took the Session, ctx ended); the reply is durable,
+// and its follow-up is tried again.
+func (d *durable) resumeIfIdle(ctx context.Context, sid, callID, messageID string) bool {
+	resumed := false // a runtime took the Session, and has not been followed yet
 	for {
+		held, err := d.replies.Held(ctx, sid, callID, messageID)
+		if err != nil {
+			d.worker.log.Warn("read whether a queued reply awaits admission", "session", sid, "call", callID, ops.Err(err))
+			return false
+		}
+		if !held {
+			return true
+		}
 		rec, state, err := d.worker.roots.Root(ctx, sid, d.rootLeaseExists)
 		if err != nil {
-			d.worker.log.Warn("look up live root after an answer", "session", sid, ops.Err(err))
-			return
+			d.worker.log.Warn("look up live root for a queued reply", "session", sid, ops.Err(err))
+			return false
 		}
 		if state != liveroot.Alive {
-			d.resume(ctx, sid, state, rec)
-			return
+			// A runtime that took the Session and is no live root at once
+			// failed it: ask again later, not in a loop.
+			if resumed || !d.resume(ctx, sid, state, rec, "a queued reply") {
+				return false
+			}
+			resumed = true
+			continue // follow the root it resumed
 		}
-		if !d.outlivedBy(ctx, sid, callID, messageID, rec.Instance) {
-			return
+		released, err := d.outlivedBy(ctx, sid, callID, messageID, rec.Instance)
+		if err != nil {
+			return false
 		}
+		if released {
+			return true
+		}
+		resumed = false
 	}
 }
 
@@ -156,34 +206,33 @@ func (d *durable) rootLeaseExists(ctx context.Context, name string) (bool, error
 
 // outlivedBy follows the root lease of instance until inbox says the reply
 // messageID to (sid, callID) has left the inbox (its reservation released,
-// D8) or ctx ends, and reports whether the lease ended first.
-func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instance string) bool {
+// D8), and reports that; or until the lease ends first (false), or ctx
+// ends (its error).
+func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instance string) (released bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	released, unwatchReply, err := d.replies.WatchRelease(ctx, sid, callID, messageID)
+	gone, unwatchReply, err := d.replies.WatchRelease(ctx, sid, callID, messageID)
 	if err != nil {
-		d.worker.log.Warn("watch a queued reply; a root that dies before reading it is not resumed from", "session", sid, "call", callID, ops.Err(err))
-		return false
+		d.worker.log.Warn("watch a queued reply", "session", sid, "call", callID, ops.Err(err))
+		return false, err
 	}
 	defer unwatchReply()
 	lost, unwatch := d.rootLeases.Watch(ctx, liveroot.LeaseName(instance))
 	defer unwatch()
 	select {
 	case <-lost:
-		// The reply may have been read just before, and its release not
-		// marked yet: Held reads the log as well.
-		held, err := d.replies.Held(ctx, sid, callID, messageID)
-		return err != nil || held
-	case <-released:
-		return false // admitted, discarded or dropped: nothing left to read
+		return false, nil // the reply may have been read just before: Held tells
+	case <-gone:
+		return true, nil // admitted, discarded or dropped: nothing left to read
 	case <-ctx.Done():
-		return false
+		return false, ctx.Err()
 	}
 }
 
-// resume asks the runtime pool to bring sid back; state says why: no root,
-// or a root that was lost (rec names it).
-func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, rec liveroot.Record) {
+// resume asks the runtime pool to bring sid back for why (a queued reply,
+// an interrupted call), and reports whether a runtime took it; state says
+// what became of its root: none, or one that was lost (rec names it).
+func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, rec liveroot.Record, why string) bool {
 	ctx, cancel := context.WithTimeout(ctx, d.worker.cfg.resumeTimeout())
 	defer cancel()
 	log := d.worker.log.With("session", sid, "reason", string(state))
@@ -193,11 +242,12 @@ func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, 
 	instance, err := liveroot.RequestResume(ctx, d.worker.nc, sid)
 	if err != nil {
 		d.resumes.WithLabelValues(string(state), string(holdover.Wire(err).Code)).Inc()
-		log.Warn("resume session for a queued reply", ops.Err(err))
-		return
+		log.Warn("resume session for "+why, ops.Err(err))
+		return false
 	}
 	d.resumes.WithLabelValues(string(state), "resumed").Inc()
-	log.Info("resumed session for a queued reply", "instance", instance)
+	log.Info("resumed session for "+why, "instance", instance)
+	return true
 }
 
 // counterVec registers a counter vector on m, or returns the one already

@@ -13,6 +13,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
@@ -88,6 +89,7 @@ func TestD6AnswerOverNATS(t *testing.T) {
 	res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: "s1", CallID: "nope", Answers: steertest.Choose(qs)})
 	require.NoError(t, err)
 	require.False(t, res.Accepted)
+	require.Equal(t, holdover.CodeCallUnknown, res.Reason.Code, "the refusal crosses NATS with its reason")
 
 	_, err = r.client.Answer(ctx, holdover.AnswerRequest{Session: "s1", CallID: "call-1", Answers: steertest.Choose(qs)[:1]})
 	require.Equal(t, holdover.CodeBadAnswer, holdover.CodeOf(err))
@@ -106,7 +108,7 @@ func TestD6AnswerOverNATS(t *testing.T) {
 
 	outcomes := func(label string) float64 { return counter(t, r.metrics, "holdover_answers_total", label) }
 	require.Equal(t, 1.0, outcomes("accepted"))
-	require.Equal(t, 1.0, outcomes("not_answerable"))
+	require.Equal(t, 1.0, outcomes(string(holdover.CodeCallUnknown)))
 	require.Equal(t, 1.0, outcomes(string(holdover.CodeBadAnswer)))
 	require.Equal(t, 1.0, outcomes(string(holdover.CodeReplyQueued)))
 }
@@ -255,10 +257,14 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 	require.Equal(t, 1.0, counter(t, r.metrics, "holdover_answers_resume_requests_total", "root_lost"))
 }
 
-// servePool answers resume requests as a pool runtime does: it registers
-// the Session as runtime-new, and says which Session it took.
+// servePool answers resume requests as a pool runtime does: it holds its
+// root lease, registers the Session as runtime-new, and says which
+// Session it took.
 func (r *durableRig) servePool(t *testing.T) <-chan string {
 	resumed := make(chan string, 4)
+	l, err := liveroot.HoldLease(context.Background(), r.env.Conn, r.env.JS, "runtime-new", lease.MinReleaseBound)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.End(context.Background()) })
 	sub, err := liveroot.ServeResume(context.Background(), r.env.Conn, func(ctx context.Context, sid string) (string, error) {
 		_, err := r.svc.Roots().Register(ctx, sid, "runtime-new")
 		resumed <- sid
@@ -330,4 +336,125 @@ func TestAnswerWithoutSelectedIsRefusedAsTheSchemaSays(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, v.Active, 1, "nothing was queued")
 	require.Nil(t, v.Active[0].Queued)
+}
+
+// D7, issue 24 item 7: whether a reply awaits admission is read from the
+// reply subject and the log, not from an answer request. A reply stored
+// while no worker ran (its worker died after storing it) is followed by
+// the next worker that starts: its Session is resumed. Until a runtime
+// splices it, the view shows it queued.
+func TestD7ReplyStoredWithNoWorkerIsFollowedWhenOneStarts(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	ctx := ctx10(t)
+	qs := steertest.Questions("q1")
+	s := steertest.NewSession(t, sessionlog.New(env.JS, env.Topology.Sessions), "stranded")
+	s.Continued("call-1", qs)
+	reply, err := events.NewReply("reply-1", "call-1", qs, steertest.Choose(qs))
+	require.NoError(t, err)
+	reply.Source.User = "ana"
+	views := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
+	seq, err := inbox.NewReplies(env.JS, env.Topology.Sessions, views).Queue(ctx, "stranded", "call-1", reply, 0)
+	require.NoError(t, err)
+
+	m := ops.NewMetrics()
+	svc := worker.New(env.Conn, env.JS, env.Topology, worker.Config{Metrics: m}, slog.New(slog.DiscardHandler))
+	r := &durableRig{env: env, svc: svc, metrics: m}
+	resumed := r.servePool(t)
+	require.NoError(t, svc.Start(ctx))
+	t.Cleanup(svc.Stop)
+	require.Equal(t, "stranded", r.resumed(t, resumed))
+	require.Eventually(t, func() bool { return counter(t, m, "holdover_answers_resume_requests_total", "no_root") == 1 },
+		10*time.Second, 5*time.Millisecond, "the worker counts the resume it requested once the pool answers")
+
+	client, err := answerer.New(env.Conn, answerer.Config{CallTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	v, err := client.View(ctx, "stranded")
+	require.NoError(t, err)
+	require.Len(t, v.Active, 1)
+	require.Equal(t, &projection.Queued{MessageID: "reply-1", Answers: steertest.Choose(qs), By: "ana", Seq: seq}, v.Active[0].Queued,
+		"stored and not spliced: shown queued")
+	_, err = client.Answer(ctx, holdover.AnswerRequest{Session: "stranded", CallID: "call-1", Answers: steertest.Skip(qs)})
+	require.Equal(t, holdover.CodeReplyQueued, holdover.CodeOf(err))
+
+	s.Splice(reply, seq)
+	s.Claim(reply.ID)
+	s.Admit(reply)
+	v, err = client.View(ctx, "stranded")
+	require.NoError(t, err)
+	require.Empty(t, v.Active, "admitted: settled late")
+	require.Len(t, v.Settled, 1)
+}
+
+// D6, D7, issue 20 item 5: an answer to an open call is refused CALL_OPEN
+// while a live root serves its Session. With none (its runtime died
+// mid-call), the worker asks the resume pool to take the Session over:
+// with no pool it is refused NO_AGENT; once a runtime took it and
+// repaired the call, the same answer is accepted.
+func TestD7AnswerToAnInterruptedCallResumesItOrSaysNoAgent(t *testing.T) {
+	r := startDurable(t)
+	ctx := ctx10(t)
+	qs := steertest.Questions("q1")
+	sessions := map[string]*steertest.Session{}
+	for _, sid := range []string{"served", "orphan"} {
+		sessions[sid] = steertest.NewSession(t, r.log, sid)
+		sessions[sid].Header(true)
+		sessions[sid].Ask("call-1", qs)
+	}
+	r.liveRoot(t, "served", "runtime-a")
+	answer := func(sid string) holdover.AnswerResult {
+		res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: sid, CallID: "call-1", Answers: steertest.Choose(qs)})
+		require.NoError(t, err)
+		return res
+	}
+
+	res := answer("served")
+	require.False(t, res.Accepted)
+	require.Equal(t, holdover.CodeCallOpen, res.Reason.Code, res.Reason.Message)
+	res = answer("orphan")
+	require.False(t, res.Accepted)
+	require.Equal(t, holdover.CodeNoAgent, res.Reason.Code, res.Reason.Message)
+	require.Contains(t, res.Reason.Message, "holdover agent --pool")
+
+	l, err := liveroot.HoldLease(ctx, r.env.Conn, r.env.JS, "runtime-new", lease.MinReleaseBound)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.End(context.Background()) })
+	sub, err := liveroot.ServeResume(ctx, r.env.Conn, func(ctx context.Context, sid string) (string, error) {
+		if _, err := r.svc.Roots().Register(ctx, sid, "runtime-new"); err != nil {
+			return "", err
+		}
+		sessions[sid].Repaired("call-1") // as a resumed runtime does before it answers
+		return "runtime-new", nil
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, r.env.Conn.Flush())
+	res = answer("orphan")
+	require.True(t, res.Accepted, "%+v", res.Reason)
+	outcomes := func(label string) float64 { return counter(t, r.metrics, "holdover_answers_total", label) }
+	require.Equal(t, 1.0, outcomes(string(holdover.CodeCallOpen)))
+	require.Equal(t, 1.0, outcomes(string(holdover.CodeNoAgent)))
+	require.Equal(t, 1.0, outcomes("accepted"))
+}
+
+// D7, issue 20 item 4: with no runtime in the resume pool, an answer to a
+// continued call is still accepted and queued, and its Session is
+// resumed once a runtime joins the pool: the worker asks again, 1 s
+// after the first try and doubling, until one takes it.
+func TestD7ReplyQueuedWithNoPoolResumesWhenARuntimeJoins(t *testing.T) {
+	r := startDurable(t)
+	ctx := ctx10(t)
+	qs := steertest.Questions("q1")
+	steertest.NewSession(t, r.log, "waiting").Continued("call-1", qs)
+	res, err := r.client.Answer(ctx, holdover.AnswerRequest{Session: "waiting", CallID: "call-1", Answers: steertest.Choose(qs)})
+	require.NoError(t, err)
+	require.True(t, res.Accepted, "accepted with no pool")
+	require.Eventually(t, func() bool {
+		return counter(t, r.metrics, "holdover_answers_resume_requests_total", "no_root") >= 1
+	}, 10*time.Second, 5*time.Millisecond, "the worker tried the pool and found nobody")
+
+	joined := time.Now()
+	resumed := r.servePool(t)
+	require.Equal(t, "waiting", r.resumed(t, resumed))
+	t.Logf("resumed %v after a runtime joined the pool", time.Since(joined).Round(time.Millisecond))
 }

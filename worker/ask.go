@@ -580,11 +580,14 @@ func (f *foregroundHalf) checkCaller(c callerCheck) {
 // wait is left without anyone to answer to.
 func (f *foregroundHalf) callerGone(name string) {
 	f.callers.gone(name)
+	var ended []waiter.Key
 	n := f.reg.EndCaller(name, func(w *waiter.Wait) error {
+		ended = append(ended, w.Key())
 		return holdover.Newf(holdover.CodeAskAborted, "the agent waiting on call %q is gone", w.Key().CallID)
 	})
 	if n > 0 {
 		f.log.Info("caller gone; its waits aborted", "lease", name, "waits", n)
+		f.worker.durable().interrupted(ended) // their calls stay open: see they become answerable
 	}
 }
 
@@ -592,6 +595,15 @@ func (f *foregroundHalf) callerGone(name string) {
 // askTimed calls not yet settled. Operators and tests read it to see that
 // a gone caller left nothing behind (W7).
 func (w *Worker) LiveWaits() int { return w.foreground().reg.Len() }
+
+func (w *Worker) durable() *durable {
+	for _, p := range w.parts {
+		if d, ok := p.(*durable); ok {
+			return d
+		}
+	}
+	panic("worker: the service has no durable half")
+}
 
 func (w *Worker) foreground() *foregroundHalf {
 	for _, p := range w.parts {

@@ -62,6 +62,11 @@ type Config struct {
 	// ResumeTimeout bounds the wait for a runtime to take a resume request
 	// (D7); 0 means DefaultResumeTimeout.
 	ResumeTimeout time.Duration
+	// ReplyAckWait is how long a worker may go unheard on a queued reply
+	// it follows (D7) before the server hands the reply to another
+	// worker; 0 means DefaultReplyAckWait. Every worker must use the same
+	// value: it is part of the consumer they share.
+	ReplyAckWait time.Duration
 	// Clock is the time of the waits' deadlines; nil is the real clock.
 	Clock clockwork.Clock
 	// ReleaseBound is the InactiveThreshold of the worker's lease: how long
@@ -89,6 +94,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResumeTimeout <= 0 {
 		c.ResumeTimeout = DefaultResumeTimeout
+	}
+	if c.ReplyAckWait <= 0 {
+		c.ReplyAckWait = DefaultReplyAckWait
 	}
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
@@ -166,8 +174,7 @@ type endpoint struct {
 	fanOut bool
 	// repliesLater marks an endpoint that, when serve succeeds, has taken
 	// the reply over and sends it itself (Worker.send): once its wait
-	// settles, so a live wait holds no goroutine and no slot, or before
-	// work that follows the reply (a late answer's, D7).
+	// settles, so a live wait holds no goroutine and no slot.
 	repliesLater bool
 }
 

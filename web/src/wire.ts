@@ -57,6 +57,11 @@ export const Codes = {
   badRequest: "BAD_REQUEST",
   conflict: "CONFLICT",
   notFound: "NOT_FOUND",
+  // Why a late answer was refused (AnswerResult.reason, D6).
+  callOpen: "CALL_OPEN",
+  callUnknown: "CALL_UNKNOWN",
+  callSettled: "CALL_SETTLED",
+  noAgent: "NO_AGENT",
 } as const;
 
 // ---- projection/view.go ----

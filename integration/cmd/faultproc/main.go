@@ -3,11 +3,11 @@
 // alone, and so that a benchmark measures one process without the others'
 // memory. It exists only for integration/ and is never shipped.
 //
-//	faultproc worker  -nats URL [-bound 1s]
+//	faultproc worker  -nats URL [-bound 1s] [-keep] [-replyackwait 30s]
 //	faultproc folder  -nats URL [-ackwait 30s]
 //	faultproc agent   -nats URL -session S -instance I -epoch E [-timed N] [-keyed N] [-timeout 1h] [-report]
 //	faultproc server  -store DIR [-auth DIR]
-//	faultproc runtime -nats URL -prefix P
+//	faultproc runtime -nats URL -prefix P [-pool] [-bound 1s]
 //	faultproc claimer -nats URL -session S [-bound 1s] [-claims N] [-timed N -instance I -epoch E]
 //	faultproc asker   -nats URL -session S -instance I -epoch E
 //
@@ -27,7 +27,8 @@
 // A server with -auth trusts the credentials `auth.Init` keeps in that
 // folder (authentication on). A runtime is a Go agent runtime whose
 // scripted model asks one timed question (timeout 1 s) and admits a late
-// answer. The server and the runtime answer a "stats" line on stdin with
+// answer; with -pool it joins the resume pool too. The server and the
+// runtime answer a "stats" line on stdin with
 // one JSON line of the process's memory after a collection (the server
 // adds its own counters), and the runtime a "start N" line by starting N
 // more Sessions P-0, P-1, … and saying how long it took: what the scale
@@ -88,6 +89,8 @@ func main() {
 	report := fs.Bool("report", false, "agent: print each call's outcome")
 	store := fs.String("store", "", "server: JetStream store folder")
 	ackWait := fs.Duration("ackwait", 0, "folder: AckWait of the projection consumer (0: the default)")
+	replyAckWait := fs.Duration("replyackwait", 0, "worker: AckWait of the consumer of the queued replies (0: the default)")
+	pool := fs.Bool("pool", false, "runtime: join the resume pool")
 	keep := fs.Bool("keep", false, "worker: run a projection worker too, sharing its Views with the late answers, as question-worker does (the one-write late answer)")
 	authDir := fs.String("auth", "", "server: credentials folder to trust (authentication on)")
 	prefix := fs.String("prefix", "scale", "runtime: Session ids are <prefix>-<n>")
@@ -111,7 +114,7 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "worker":
-		err = serveWorker(nc, *bound, *creds == "", *keep, log)
+		err = serveWorker(nc, worker.Config{ReleaseBound: *bound, ReplyAckWait: *replyAckWait}, *creds == "", *keep, log)
 	case "folder":
 		err = folder(nc, *ackWait, *creds == "", log)
 	case "agent":
@@ -119,7 +122,7 @@ func main() {
 		fmt.Println("ready")
 	case "runtime":
 		var start func(n int) (time.Duration, error)
-		if start, err = agentRuntime(nc, *prefix, log); err == nil {
+		if start, err = agentRuntime(nc, *prefix, *bound, *pool, log); err == nil {
 			fmt.Println("ready")
 			commands(nil, start)
 		}
@@ -166,12 +169,11 @@ func topology(nc *nats.Conn, provision bool) (jetstream.JetStream, *streams.Topo
 // serveWorker serves the userQuestions service on the topology the test
 // made; with keep, beside a projection worker whose Views its late answers
 // decide from.
-func serveWorker(nc *nats.Conn, bound time.Duration, provision, keep bool, log *slog.Logger) error {
+func serveWorker(nc *nats.Conn, cfg worker.Config, provision, keep bool, log *slog.Logger) error {
 	js, top, err := topology(nc, provision)
 	if err != nil {
 		return err
 	}
-	cfg := worker.Config{ReleaseBound: bound}
 	if keep {
 		cfg.Views = projection.NewStore(js, top.Sessions, top.Questions)
 		w := projection.NewWorker(cfg.Views, inbox.NewReplies(js, top.Sessions, nil), projection.WorkerConfig{Logger: log})
@@ -342,15 +344,20 @@ on late answer say Got {answers}.`
 
 // agentRuntime opens a Go agent runtime on nc and returns what starts its
 // Sessions: n more of them, named prefix-0, prefix-1, …, 64 at a time.
-func agentRuntime(nc *nats.Conn, prefix string, log *slog.Logger) (func(n int) (time.Duration, error), error) {
+func agentRuntime(nc *nats.Conn, prefix string, bound time.Duration, pool bool, log *slog.Logger) (func(n int) (time.Duration, error), error) {
 	script, err := scripted.Parse(runtimeScript)
 	if err != nil {
 		return nil, err
 	}
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.Config{Conn: nc, Model: script.Model(), Ask: askuser.Config{Mode: askuser.ModeTimed}, Logger: log})
+	rt, err := runtime.New(ctx, runtime.Config{Conn: nc, Model: script.Model(), Ask: askuser.Config{Mode: askuser.ModeTimed}, ReleaseBound: bound, Logger: log})
 	if err != nil {
 		return nil, err
+	}
+	if pool {
+		if _, err := rt.ServePool(ctx); err != nil {
+			return nil, err
+		}
 	}
 	started := 0
 	return func(n int) (time.Duration, error) {

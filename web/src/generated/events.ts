@@ -100,7 +100,7 @@ export interface ToolCall {
   arguments: unknown;
 }
 /**
- * Body of tool/result: the outcome of a tool call. For an open ask_user_question call (D3): the pending JSON text, or the error code TOOL_OUTCOME_UNKNOWN, continues the question; a valid answer batch settles it; anything else removes it.
+ * Body of tool/result: the outcome of a tool call. For an open ask_user_question call (D3): the pending JSON text, or the error code TOOL_OUTCOME_UNKNOWN, continues the question; a valid answer batch settles it; anything else removes it. The resume repair of a call recorded without a result (docs/agent-protocol.md) is the text "The tool call was interrupted after it was recorded.", isError true and error.code TOOL_OUTCOME_UNKNOWN.
  */
 export interface ToolResult {
   /**

@@ -116,7 +116,7 @@ export interface Option {
   description?: string;
 }
 /**
- * A late reply that was spliced into the agent's inbox.
+ * A late reply that was spliced into the agent's inbox; in the view reply, also one stored on the call's reply subject that no runtime spliced yet.
  */
 export interface Queued {
   messageId: string;
@@ -126,7 +126,7 @@ export interface Queued {
    */
   by?: string;
   /**
-   * The seq of its agent/inbox/spliced event.
+   * The seq of its agent/inbox/spliced event; for a reply not spliced yet (view reply only), the stream seq of the reply itself.
    */
   seq: number;
 }
@@ -226,7 +226,7 @@ export interface AnswerRequest {
   answers: Answers;
 }
 /**
- * The reply of holdover.q.answer. accepted false: the call is not active and continued. An accepted answer is queued in the Session inbox as the user message messageId; it settles nothing until the agent admits it (D5).
+ * The reply of holdover.q.answer. An accepted answer is queued in the Session inbox as the user message messageId; it settles nothing until the agent admits it (D5). accepted false: the call takes no late answer now, and reason says why: code CALL_OPEN (the call is open: its agent may be waiting on it), CALL_UNKNOWN (no such call is tracked: never asked in a timed Session, or removed by a failed result), CALL_SETTLED (answered already), NO_AGENT (open, no live agent serves the Session and no runtime of the resume pool took it over), or another a newer worker defines; its message is for people.
  */
 export interface AnswerResult {
   accepted: boolean;
@@ -234,6 +234,17 @@ export interface AnswerResult {
    * The id of the queued reply (its Nats-Msg-Id), present when accepted.
    */
   messageId?: string;
+  reason?: WireError;
+}
+/**
+ * An error as every process boundary carries it: a stable code (SPEC section 8 or a transport code) and a message for people. Branch on code only.
+ */
+export interface WireError {
+  /**
+   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, UNTRACKED_CALL, TOOL_OUTCOME_UNKNOWN, CALL_OPEN, CALL_UNKNOWN, CALL_SETTLED, NO_AGENT (a late answer's refusal reason), BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
+   */
+  code: string;
+  message: string;
 }
 /**
  * The body of a request on holdover.session.<sid>.discard, which the Session's live root answers: drop a queued inbox message before it is admitted (D8, P5). session, when given (a Client's call through the gateway names it, which routes by it), must be the Session of the subject.
@@ -254,14 +265,4 @@ export interface DiscardRequest {
  */
 export interface DiscardReply {
   error?: WireError;
-}
-/**
- * An error as every process boundary carries it: a stable code (SPEC section 8 or a transport code) and a message for people. Branch on code only.
- */
-export interface WireError {
-  /**
-   * ASK_TIMED_OUT, ASK_ABORTED, ASK_CANCELLED, NO_PROVIDER, BAD_TIMEOUT, DUPLICATE_WAIT, EMPTY_QUESTIONS, BAD_INTENT, CALLER_NOT_LIVE, DELEGATED_CALLER, REPLY_QUEUED, BAD_ANSWER, UNTRACKED_CALL, TOOL_OUTCOME_UNKNOWN, BAD_REQUEST, NOT_FOUND, INTERNAL, CONFLICT, or another code a newer peer defines.
-   */
-  code: string;
-  message: string;
 }

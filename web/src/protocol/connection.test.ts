@@ -115,6 +115,17 @@ describe("Connection", () => {
     await expect(refused).rejects.toMatchObject({ code: "REPLY_QUEUED", message: "a reply is queued" });
   });
 
+  it("answer reads the reason of a refused answer", async () => {
+    const { socket, connection } = connect();
+    socket.open();
+    socket.take();
+    const refused = connection.answer("s1", "c1", [{ id: "q", selected: [] }]);
+    const [call] = socket.take() as { id: string }[];
+    const reason = { code: "CALL_SETTLED", message: "call c1 takes no answer: it is answered already, in time; it takes no more answers" };
+    socket.deliver({ type: "result", id: call?.id, result: { accepted: false, reason } });
+    await expect(refused).resolves.toEqual({ accepted: false, reason });
+  });
+
   it("discard calls session.discard with the Session and message; an error frame rejects with the code", async () => {
     const { socket, connection } = connect();
     socket.open();

@@ -150,7 +150,13 @@ export class Connection implements QuestionsTransport {
     if (!isRecord(result) || typeof result.accepted !== "boolean") {
       throw new RemoteError({ code: "BAD_RESPONSE", message: "the answer call returned no accepted flag" });
     }
-    return typeof result.messageId === "string" ? { accepted: result.accepted, messageId: result.messageId } : { accepted: result.accepted };
+    const answer: AnswerResult = { accepted: result.accepted };
+    if (typeof result.messageId === "string") answer.messageId = result.messageId;
+    const reason = result.reason;
+    if (isRecord(reason) && typeof reason.code === "string" && typeof reason.message === "string") {
+      answer.reason = { code: reason.code, message: reason.message };
+    }
+    return answer;
   }
 
   async discard(session: string, messageId: string): Promise<void> {

@@ -88,7 +88,7 @@ describe("reduceCards", () => {
       { id: "extras", selected: [] },
     ] }]);
     expect(step.state.cards.get(key)?.busy).toBe("rpc");
-    const refused = reduceCards(step.state, { type: "answered", key, accepted: false, error: { code: "REPLY_QUEUED", message: "x" } });
+    const refused = reduceCards(step.state, { type: "answered", key, accepted: false, reason: undefined, error: { code: "REPLY_QUEUED", message: "x" } });
     expect(refused.state.cards.get(key)).toMatchObject({ busy: undefined, message: Text.replyQueued });
   });
 

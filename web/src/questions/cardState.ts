@@ -103,7 +103,14 @@ export type CardAction =
   | { type: "takeTime"; key: string }
   | { type: "setPage"; key: string; page: number }
   | { type: "submit"; key: string }
-  | { type: "answered"; key: string; accepted: boolean; error: { code: string | undefined; message: string } | undefined }
+  | {
+      type: "answered";
+      key: string;
+      accepted: boolean;
+      /** Why the RPC did not accept the answer, when it said. */
+      reason: WireError | undefined;
+      error: { code: string | undefined; message: string } | undefined;
+    }
   | { type: "discard"; key: string }
   | { type: "discarded"; key: string; error: { code: string | undefined; message: string } | undefined };
 
@@ -298,7 +305,7 @@ class Stepper {
           if (card.busy !== "rpc") return;
           let message: string | undefined;
           if (a.error) message = a.error.code === Codes.replyQueued ? Text.replyQueued : a.error.message;
-          else if (!a.accepted) message = Text.notAnswerable;
+          else if (!a.accepted) message = Text.refused(a.reason);
           this.update(card, { busy: undefined, message, visible: a.accepted && !a.error ? false : card.visible });
         });
       case "discard":

@@ -242,6 +242,22 @@ describe("C4: delivery races", () => {
     expect(await done).toBe(false);
     expect(h.cards.get(key)?.message).toBe(Text.notAnswerable);
   });
+
+  it.each([
+    ["CALL_SETTLED", "This question is answered already."],
+    ["CALL_OPEN", "The agent is still waiting on this question: answer it in its card, or once work continues."],
+    ["CALL_UNKNOWN", "This question is not tracked, so it cannot be answered late."],
+    ["NO_AGENT", "No agent is running this session and none could be resumed, so the answer was not sent. Start an agent in the resume pool, then answer again."],
+    ["SOME_NEWER_CODE", "the service's own words"],
+  ])("an RPC refused with reason %s says why", async (code, message) => {
+    const h = new Harness();
+    h.cards.reconcile("s1", view([call("c1", "continued")]));
+    const key = h.cards.keyFor("s1", "c1");
+    const done = h.cards.submit(key);
+    h.transport.answers[0]?.resolve({ accepted: false, reason: { code, message: "the service's own words" } });
+    expect(await done).toBe(false);
+    expect(h.cards.get(key)).toMatchObject({ message, busy: false, canSubmit: true });
+  });
 });
 
 describe("C5: removal", () => {

@@ -10,7 +10,7 @@
 // and discard RPCs on the transport — and tells subscribers after each
 // change.
 
-import type { Answer, View } from "../wire";
+import type { Answer, View, WireError } from "../wire";
 import { codeOf } from "../wire";
 import type { Assert, Reads } from "../conforms";
 import type * as schema from "../generated/wire";
@@ -36,6 +36,8 @@ export interface ForwardedRequest {
 export interface AnswerResult {
   accepted: boolean;
   messageId?: string;
+  /** Why it was not accepted: CALL_OPEN, CALL_UNKNOWN, CALL_SETTLED, NO_AGENT, or a newer code. */
+  reason?: WireError;
 }
 
 export type AnswerResultConformance = Assert<Reads<AnswerResult, schema.AnswerResult>>;
@@ -190,11 +192,11 @@ export class QuestionCards {
     const rpc = effects.find((e) => e.kind === "answerRPC");
     if (rpc?.kind !== "answerRPC") return effects.some((e) => e.kind === "settle");
     try {
-      const { accepted } = await this.transport.answer(rpc.session, rpc.callId, rpc.answers);
-      this.dispatch({ type: "answered", key, accepted, error: undefined });
+      const { accepted, reason } = await this.transport.answer(rpc.session, rpc.callId, rpc.answers);
+      this.dispatch({ type: "answered", key, accepted, reason, error: undefined });
       return accepted;
     } catch (err) {
-      this.dispatch({ type: "answered", key, accepted: false, error: { code: codeOf(err), message: errorText(err) } });
+      this.dispatch({ type: "answered", key, accepted: false, reason: undefined, error: { code: codeOf(err), message: errorText(err) } });
       return false;
     }
   }

@@ -1,6 +1,8 @@
 // The words the question UI shows. Modules return these instead of
 // formatting their own, so the card, the tool row and the tests agree.
 
+import { Codes, type WireError } from "../wire";
+
 /** Whole seconds left, rounded up: 1999 ms still reads "2s". */
 export function seconds(ms: number): number {
   return Math.max(0, Math.ceil(ms / 1000));
@@ -35,6 +37,22 @@ export const Text = {
   queued: "Your answer is queued for the agent.",
   replyQueued: "Another answer to this question is already queued for the agent.",
   notAnswerable: "This question is no longer answerable.",
+  /** Why a late answer was refused, by its reason's code (D6); a code this Client does not know shows the service's words. */
+  refused: (reason: WireError | undefined): string => {
+    if (!reason) return Text.notAnswerable;
+    switch (reason.code) {
+      case Codes.callSettled:
+        return "This question is answered already.";
+      case Codes.callOpen:
+        return "The agent is still waiting on this question: answer it in its card, or once work continues.";
+      case Codes.callUnknown:
+        return "This question is not tracked, so it cannot be answered late.";
+      case Codes.noAgent:
+        return "No agent is running this session and none could be resumed, so the answer was not sent. Start an agent in the resume pool, then answer again.";
+      default:
+        return reason.message;
+    }
+  },
   timedOut: "the user did not answer before the countdown ended",
   cancelled: "the user closed the question",
 
