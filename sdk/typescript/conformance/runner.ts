@@ -65,22 +65,32 @@ const childTools: Tool[] = [ask];
 const tools: Tool[] = [ask, subagentTool(() => ({ model, tools: childTools, system: flags.system }))];
 
 const stop = new AbortController();
-const running = new Map<string, Promise<void>>();
+/** The Sessions this process runs: each one's open, then its run. */
+const running = new Map<string, { opened: Promise<Session>; run?: Promise<void> }>();
 
-/** Runs sid here unless this process runs it already, and returns once it is registered and resumed. */
-async function start(sid: string): Promise<Session | undefined> {
-  if (running.has(sid)) return undefined;
-  const s = await rt.open(sid);
-  running.set(
-    sid,
-    runAgent(rt, s, { model, tools, system: flags.system, signal: stop.signal })
-      .catch((err: unknown) => line("WARN")("session stopped", { session: sid, err }))
-      .finally(async () => {
-        await rt.release(s);
-        running.delete(sid);
-      }),
+/**
+ * Runs sid here unless this process runs it already, and returns once it is
+ * registered and resumed. Two resume requests at once (a worker's and an
+ * answer's) open it once: the second waits for the first, as Go's
+ * Runtime.Start does, so one take-over is one new epoch.
+ */
+function start(sid: string): Promise<Session> {
+  const had = running.get(sid);
+  if (had) return had.opened;
+  const entry: { opened: Promise<Session>; run?: Promise<void> } = { opened: rt.open(sid) };
+  running.set(sid, entry);
+  entry.opened.then(
+    (s) => {
+      entry.run = runAgent(rt, s, { model, tools, system: flags.system, signal: stop.signal })
+        .catch((err: unknown) => line("WARN")("session stopped", { session: sid, err }))
+        .finally(async () => {
+          await rt.release(s);
+          running.delete(sid);
+        });
+    },
+    () => running.delete(sid),
   );
-  return s;
+  return entry.opened;
 }
 
 if (flags.pool) await rt.joinPool(async (sid) => void (await start(sid)));
@@ -94,7 +104,7 @@ if (flags.session) {
 process.once("SIGTERM", () => {
   stop.abort();
   void (async () => {
-    await Promise.all(running.values());
+    await Promise.all([...running.values()].map((e) => e.run));
     await rt.close();
     process.exit(0);
   })();

@@ -41,12 +41,23 @@ export async function runExample(opts: ExampleOptions): Promise<void> {
   const rt = await Runtime.connect({ servers: opts.nats, ...credsOf(opts.creds), info: (msg, f) => console.error(msg, f ?? "") });
   const tools = [askUserQuestionTool(rt, { mode: "timed", defaultTimeout: opts.askTimeout ?? 120 })];
   const sessions = new Set<Promise<void>>();
-  const serve = async (sid: string) => {
-    const s = await rt.open(sid);
-    const run = runAgent(rt, s, { model: opts.model, tools, system, signal: opts.signal })
-      .catch((err: unknown) => console.error(`session ${sid} stopped:`, err))
-      .finally(() => rt.release(s));
-    sessions.add(run);
+  // Each Session opened once, however many resume requests come for it.
+  const opened = new Map<string, Promise<Session>>();
+  const serve = (sid: string): Promise<Session> => {
+    let s = opened.get(sid);
+    if (!s) {
+      s = rt.open(sid);
+      opened.set(sid, s);
+      s.then(
+        (session) => {
+          const run = runAgent(rt, session, { model: opts.model, tools, system, signal: opts.signal })
+            .catch((err: unknown) => console.error(`session ${sid} stopped:`, err))
+            .finally(() => rt.release(session).finally(() => opened.delete(sid)));
+          sessions.add(run);
+        },
+        () => opened.delete(sid),
+      );
+    }
     return s;
   };
   // A late answer for a Session nobody runs any more resumes it here (D7).
