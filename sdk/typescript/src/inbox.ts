@@ -183,32 +183,51 @@ export class InboxReader {
    * queues the deliveries it held past what it read.
    */
   private async catchUp(f: Follower): Promise<void> {
-    let from = f.seen + 1;
     const mine = ++f.catchUps;
     f.caught = false;
+    await this.read(f.sid, f.subjects, f.seen + 1, (m) => this.queue(f, m));
+    if (f.catchUps !== mine) return; // a later catch-up ends it
+    f.caught = true;
+    for (const m of f.held) this.queue(f, m);
+    f.held = [];
+  }
+
+  /**
+   * Session sid's inbox messages stored after stream seq `after`, read once
+   * by direct gets, markers and messages that do not decode passed over:
+   * what this reader delivers next. A discard reads a message it has not
+   * delivered yet this way.
+   */
+  async since(sid: string, after: number): Promise<Queued[]> {
+    const out: Queued[] = [];
+    await this.read(sid, inboxSubjects(sid), after + 1, (m) => {
+      const q = this.decoded(sid, m);
+      if (q) out.push(q);
+    });
+    return out;
+  }
+
+  /** Hands visit every message of subjects from stream seq `from` on, in stream order, by direct gets. */
+  private async read(sid: string, subjects: string[], from: number, visit: (m: Stored) => void): Promise<void> {
     // The next message of each subject at or after `from`, or null once it has none.
-    const next: Array<Stored | null | undefined> = f.subjects.map(() => undefined);
+    const next: Array<Stored | null | undefined> = subjects.map(() => undefined);
     for (;;) {
       let first: Stored | undefined;
-      for (const [i, subject] of f.subjects.entries()) {
+      for (const [i, subject] of subjects.entries()) {
         let m = next[i];
         if (m === undefined || m === null || m.seq < from) {
           const got = await this.conn.jsm.direct.getMessage(SessionsStream, { seq: from, next_by_subj: subject }).catch((err: unknown) => {
-            throw wrap(err, Code.Internal, `read the inbox of session ${f.sid} from stream seq ${from}`);
+            throw wrap(err, Code.Internal, `read the inbox of session ${sid} from stream seq ${from}`);
           });
           m = got ? { seq: got.seq, headers: got.header, data: got.data } : null;
           next[i] = m;
         }
         if (m && m.seq >= from && (!first || m.seq < first.seq)) first = m;
       }
-      if (!first) break;
-      this.queue(f, first);
+      if (!first) return;
+      visit(first);
       from = first.seq + 1;
     }
-    if (f.catchUps !== mine) return; // a later catch-up ends it
-    f.caught = true;
-    for (const m of f.held) this.queue(f, m);
-    f.held = [];
   }
 
   /** Hands a message the consumer of s delivered to its Session. */
@@ -235,21 +254,26 @@ export class InboxReader {
   private async drain(f: Follower): Promise<void> {
     await null; // deliver outside the caller's stack (a consumer's callback), after f.draining is set
     for (let m = f.queue.shift(); m && !f.left; m = f.queue.shift()) {
-      if (m.headers?.get(MarkerHeader)) continue; // a reply reservation's marker, for the question worker
-      let message: InboxMessage;
+      const q = this.decoded(f.sid, m);
+      if (!q) continue;
       try {
-        message = decodeInboxMessage(m.data);
-      } catch (err) {
-        this.opts.warn("passing over an inbox message that does not decode", { session: f.sid, seq: m.seq, err });
-        continue;
-      }
-      try {
-        await f.deliver({ seq: m.seq, message });
+        await f.deliver(q);
       } catch (err) {
         this.opts.warn("an inbox delivery failed", { session: f.sid, seq: m.seq, err });
       }
     }
     f.draining = undefined;
+  }
+
+  /** m as a Session reads it; undefined for a reply reservation's marker (the question worker's) or a message that does not decode. */
+  private decoded(sid: string, m: Stored): Queued | undefined {
+    if (m.headers?.get(MarkerHeader)) return undefined;
+    try {
+      return { seq: m.seq, message: decodeInboxMessage(m.data) };
+    } catch (err) {
+      this.opts.warn("passing over an inbox message that does not decode", { session: sid, seq: m.seq, err });
+      return undefined;
+    }
   }
 
   /** Stops following f and waits for a delivery in progress. */

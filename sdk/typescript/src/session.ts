@@ -146,12 +146,22 @@ export class Session {
 
   /**
    * Drops a queued message before it is admitted (§7): for a late answer
-   * this releases its reservation and the question stays answerable.
-   * CONFLICT once it was admitted or dropped; NOT_FOUND if never spliced.
+   * this releases its reservation and the question stays answerable. A
+   * message in the inbox that the reader has not delivered yet is spliced
+   * first, with every message before it, as the reader would have: a reply
+   * the service accepted holds its call from then on. CONFLICT once it was
+   * admitted or dropped; NOT_FOUND if the inbox does not hold it.
    */
   discard(messageId: string, reason = "discarded on request"): Promise<void> {
     return this.locked(async () => {
-      const it = this.state.inbox.get(messageId);
+      let it = this.state.inbox.get(messageId);
+      if (!it) {
+        const unread = await this.deps.inboxes.since(this.id, this.state.inboxSeq);
+        const last = unread.findIndex((q) => q.message.id === messageId);
+        for (const q of unread.slice(0, last + 1)) await this.spliceLocked(q.message, q.seq);
+        this.wakeAll();
+        it = this.state.inbox.get(messageId);
+      }
       if (!it) throw new HoldoverError(Code.NotFound, `session ${this.id} has no inbox message ${JSON.stringify(messageId)}`);
       if (!this.state.queue.includes(it)) throw new HoldoverError(Code.Conflict, `inbox message ${JSON.stringify(messageId)} of session ${this.id} is no longer queued`);
       await this.append("agent/inbox/discarded", withTurn(this.state.turn, { messageId, reason }));
@@ -234,11 +244,14 @@ export class Session {
   }
 
   private async splice(message: InboxMessage, seq: number): Promise<void> {
-    await this.locked(async () => {
-      if (this.state.inbox.has(message.id) || seq <= this.state.inboxSeq) return;
-      await this.append("agent/inbox/spliced", withTurn(this.state.turn, { message, inboxSeq: seq }));
-    });
+    await this.locked(() => this.spliceLocked(message, seq));
     this.wakeAll();
+  }
+
+  /** Records message as spliced unless it was; the caller holds the lock. */
+  private async spliceLocked(message: InboxMessage, seq: number): Promise<void> {
+    if (this.state.inbox.has(message.id) || seq <= this.state.inboxSeq) return;
+    await this.append("agent/inbox/spliced", withTurn(this.state.turn, { message, inboxSeq: seq }));
   }
 
   private fail(err: unknown): void {

@@ -105,6 +105,26 @@ describe("a Session's live root", () => {
     await rt.release(s);
   });
 
+  it("discards a message the reader has not delivered yet: spliced then, once, and never NOT_FOUND (issue 20)", async () => {
+    const sid = sessionId();
+    const rt = await runtime();
+    const s = await rt.open(sid);
+    const nc = await plainConn();
+    const js = jetstream(nc);
+    const ask = async (body: unknown) => (await nc.request(`holdover.session.${sid}.discard`, JSON.stringify(body))).json();
+    const n = 20;
+    for (let i = 0; i < n; i++) {
+      // Each is discarded the moment it is stored, racing the reader's delivery.
+      await js.publish(`holdover.session.${sid}.inbox`, JSON.stringify(userMessage(`m${i}`, "never mind")), { msgID: `m${i}` });
+      expect(await ask({ messageId: `m${i}`, reason: "taken back" }), `message ${i}`).toEqual({});
+    }
+    const log = await awaitLog(rt, sid, (l) => types(l).filter((t) => t === "agent/inbox/discarded").length === n, "every discard");
+    expect(types(log).filter((t) => t === "agent/inbox/spliced")).toHaveLength(n);
+    expect(types(log).filter((t) => t === "agent/inbox/discarded")).toHaveLength(n);
+    expect(s.state.queue).toEqual([]);
+    await rt.release(s);
+  });
+
   it("joins the resume pool: a resume request reaches one instance, which names itself (D7)", async () => {
     const rt = await runtime();
     const resumed: string[] = [];
