@@ -115,8 +115,10 @@ describe("a Session's live root", () => {
     const n = 20;
     for (let i = 0; i < n; i++) {
       // Each is discarded the moment it is stored, racing the reader's delivery.
-      await js.publish(`holdover.session.${sid}.inbox`, JSON.stringify(userMessage(`m${i}`, "never mind")), { msgID: `m${i}` });
-      expect(await ask({ messageId: `m${i}`, reason: "taken back" }), `message ${i}`).toEqual({});
+      // Message ids are the stream's Nats-Msg-Id, deduplicated across Sessions: unique to this test.
+      const id = `${sid}-m${i}`;
+      await js.publish(`holdover.session.${sid}.inbox`, JSON.stringify(userMessage(id, "never mind")), { msgID: id });
+      expect(await ask({ messageId: id, reason: "taken back" }), `message ${i}`).toEqual({});
     }
     const log = await awaitLog(rt, sid, (l) => types(l).filter((t) => t === "agent/inbox/discarded").length === n, "every discard");
     expect(types(log).filter((t) => t === "agent/inbox/spliced")).toHaveLength(n);
