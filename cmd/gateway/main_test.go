@@ -72,7 +72,7 @@ func TestGatewayProcessRidesOutAServerRestart(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
 	listen := proctest.FreeAddr(t)
-	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--tokens", tokens)
+	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
 	proctest.RidesOutAServerRestart(t, gw, "http://"+listen+"/healthz", srv, opts)
 }
 
@@ -84,7 +84,7 @@ func TestGatewayProcessRidesOutALostQuorum(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
 	listen := proctest.FreeAddr(t)
-	proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--tokens", tokens)
+	proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
 	proctest.RidesOutALostQuorum(t, "http://"+listen+"/healthz", c)
 }
 
@@ -97,7 +97,7 @@ func TestGatewayProcessStartsOnAClusterWithoutQuorum(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
 	listen := proctest.FreeAddr(t)
-	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--tokens", tokens)
+	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", c.URL(0), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
 	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusServiceUnavailable, time.Minute, "not ready without a quorum")
 	c.Start(1)
 	c.Start(2)
