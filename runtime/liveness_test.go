@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -147,10 +146,10 @@ func TestRootLeaseLivesFromNewToClose(t *testing.T) {
 func TestRuntimeCutOffLosesItsRoots(t *testing.T) {
 	h := start(t, "say Hi.")
 	nc, _ := embeddedtest.Connect(t, h.env.Server.ClientURL())
-	var logs bytes.Buffer
+	logs := &syncWriter{w: &bytes.Buffer{}}
 	doomed, err := runtime.New(h.ctx, runtime.Config{
 		Conn: nc, Model: h.model, Questions: h.client, Clock: h.clock, Instance: "doomed",
-		ReleaseBound: time.Second, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil)),
+		ReleaseBound: time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	require.NoError(t, err)
 	_, err = doomed.Start(h.ctx, "s1")
@@ -178,10 +177,18 @@ func TestInstanceMustNameALease(t *testing.T) {
 	require.Equal(t, holdover.CodeBadRequest, holdover.CodeOf(err))
 }
 
-// syncWriter lets the runtime's goroutines log into one buffer.
+// syncWriter lets the runtime's goroutines log into one buffer, and the
+// test read it while they may still write (the inbox reader's recovery
+// can log after Close).
 type syncWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
