@@ -7,7 +7,9 @@ package questionworker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -64,14 +66,25 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 	svcCfg.Metrics = metrics
 	svcCfg.Views = store
 	svc := worker.New(nc, js, topo, svcCfg, cfg.Logger.With("component", "userQuestions"))
+	// Not ready before the service has started: a worker still waiting for
+	// JetStream to answer serves nothing, whatever the stream says.
+	var serving atomic.Bool
+	started := ops.Check{Name: "userQuestions", Ready: func() error {
+		if !serving.Load() {
+			return errors.New("the userQuestions service has not started: JetStream has not answered it yet")
+		}
+		return nil
+	}}
 	return []ops.Component{
-		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc), ops.StreamAvailable(js, streams.SessionsStream)), cfg.Logger),
+		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc), ops.StreamAvailable(js, streams.SessionsStream), started), cfg.Logger),
 		{Name: "projection", Run: projector.Run},
 		{Name: "userQuestions", Run: func(ctx context.Context) error {
 			if err := untilAnswered(ctx, "start the service", func() error { return svc.Start(ctx) }, cfg.Logger); err != nil {
 				return err
 			}
+			serving.Store(true)
 			<-ctx.Done()
+			serving.Store(false)
 			svc.Stop()
 			return nil
 		}},
