@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/bench"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/liveroot"
@@ -113,7 +113,7 @@ func BenchmarkMCPAskLatency(b *testing.B) {
 			name string
 			q    float64
 		}{{"p50", 0.5}, {"p99", 0.99}} {
-			g, m := quantile(leg.g, q.q), quantile(leg.m, q.q)
+			g, m := bench.Samples(leg.g).Quantile(q.q), bench.Samples(leg.m).Quantile(q.q)
 			b.ReportMetric(micros(g), "go-"+leg.name+"-"+q.name+"-µs")
 			b.ReportMetric(micros(m), "mcp-"+leg.name+"-"+q.name+"-µs")
 			b.ReportMetric(float64(m)/float64(g), "mcp/go-"+leg.name+"-"+q.name)
@@ -141,10 +141,5 @@ func (l *benchLegs) Request(d *answerer.Delivery) {
 }
 
 func (l *benchLegs) Cancel(*answerer.Delivery, string) {}
-
-func quantile(ds []time.Duration, q float64) time.Duration {
-	ds = slices.Sorted(slices.Values(ds))
-	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
-}
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
