@@ -68,16 +68,29 @@ to nothing. So:
   the chosen one. Only inboxes and advisories cross back, so a push
   consumer delivering to any other subject (a service endpoint, a stream's
   subject) finds no subscriber and delivers nothing.
-- **Service requests are checked by origin.** The worker serves a request
-  on ` + "`holdover.q.*`" + ` (and on its waits' ` + "`holdover.q.wait.<lease>.abort|status`" + `, and its
-  discovery's ` + "`$SRV.PING|INFO|STATS`" + `, whose reply it would otherwise send
-  with its own rights, into the projection say) only when its reply subject is an inbox
-  (` + "`_INBOX.…`" + `) and, if it is a role's (` + "`_INBOX.<role>.…`" + `), only when
-  that role may publish the subject (` + "`auth.CheckOrigin`" + `). A stored message
-  that a pull or a direct get replays there is refused with no reply
-  and counted in ` + "`holdover_requests_refused_origin_total{endpoint}`" + ` with
-  a warning log line; nothing changes. ` + "`go test -run TestIndirectDenials -v ./auth`" + `
-  shows each attack denied, one row per stream a reply could write into.
+- **Requests are served by origin.** A process serves a request only
+  when its reply subject is an inbox (` + "`_INBOX.…`" + `) and, if it is a role's
+  (` + "`_INBOX.<role>.…`" + `), only when that role may publish the subject
+  (` + "`auth.CheckOrigin`" + `). The worker applies it on ` + "`holdover.q.*`" + `, its waits'
+  ` + "`holdover.q.wait.<lease>.abort|status`" + ` and its discovery's ` + "`$SRV.PING|INFO|STATS`" + `
+  (whose reply it would otherwise send with its own rights, into the
+  projection say); an agent runtime, Go or TypeScript (` + "`src/origin.ts`" + `, over
+  a table generated from this one), on ` + "`holdover.runtime.resume`" + ` and
+  ` + "`holdover.session.<sid>.discard`" + `, which it answers through NATS
+  ` + "`allow_responses`" + `: one reply to whatever subject the request names,
+  granted past its deny rules. A stored message that a pull or a direct
+  get replays there (replying to ` + "`$JS.ACK.…`" + ` or to nothing), and a request
+  replying into a stream (a gateway's discard request replying to another
+  Session's reply subject, which the live root's answer would be stored
+  in), are refused with no reply, counted in
+  ` + "`holdover_requests_refused_origin_total{endpoint}`" + ` (the agent's with
+  ` + "`holdover agent --metrics-addr`" + `) and logged at warn; nothing changes.
+  Publish rights on the requesters' inboxes instead of ` + "`allow_responses`" + `
+  would be worse: an agent reads a claim's deliver subject with
+  ` + "`CONSUMER.INFO`" + ` and could forge frames into a gateway's claims.
+  ` + "`go test -run TestIndirectDenials -v ./auth`" + ` shows each attack denied,
+  one row per stream a reply could write into and per request a runtime
+  answers; the conformance run has the runtime's rows for each runtime.
 - **Only the worker decides what a claim is.** A consumer on CLAIMS named
   like a claim counts only if it is a push consumer on that claim's own
   frame subject, not durable, with an inactive threshold (as
@@ -109,13 +122,7 @@ to nothing. So:
   and in order (` + "`go test -run TestAnAgentDeletesAnotherRuntimesInboxConsumer ./auth`" + `).
 - **Open.** The other roles' consumers are not bounded per role: the
   notifier may create durables of any name (` + "`--durable`" + `), an agent or a
-  gateway consumers of any name on the streams it reads. An agent answers
-  resume and discard requests at once on whatever reply subject they name
-  (NATS ` + "`allow_responses`" + `, which the server grants past deny rules), so
-  a gateway's discard request replying to a stream subject has the live
-  root write there. Publish rights on the requesters' inboxes instead would
-  be worse: an agent reads a claim's deliver subject with
-  ` + "`CONSUMER.INFO`" + ` and could forge frames into a gateway's claims.
+  gateway consumers of any name on the streams it reads.
 
 ## Accounts
 

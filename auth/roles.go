@@ -380,7 +380,7 @@ func agent() Permissions {
 			},
 		),
 		DenyPub: workerDurables(),
-		Replies: "it answers resume and discard requests at once, whoever sent them",
+		Replies: "it answers resume and discard requests at once, only those sent from the inbox of a role that may send them (auth.CheckOrigin: a worker's resume, a gateway's discard), never a stored message replayed there nor a request replying to anything but an inbox",
 	}
 }
 

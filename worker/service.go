@@ -21,10 +21,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdover-dev/holdover"
-	"github.com/holdover-dev/holdover/auth"
 	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
@@ -145,8 +143,8 @@ type Worker struct {
 	open    bool
 	handled sync.WaitGroup
 
-	// forged counts the requests refused for their origin (auth.CheckOrigin).
-	forged *prometheus.CounterVec
+	// origins admits requests by their origin (auth.CheckOrigin).
+	origins *ops.Origins
 }
 
 // part is one share of the service: the durable half (late answers, the
@@ -209,11 +207,8 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 	if w.views == nil {
 		w.views = projection.NewStore(js, top.Sessions, top.Questions)
 	}
-	w.svc = newAnnouncement(nc, w.fromSender)
-	w.forged = counterVec(w.metrics(), prometheus.CounterOpts{
-		Name: "holdover_requests_refused_origin_total",
-		Help: "Requests to the service (and the worker's abort and status subjects, and its discovery: PING, INFO, STATS) refused for their origin, by endpoint: a stored message that a JetStream consumer or direct get replayed there, or a request from a role that may not send it (docs/permissions.md, \"Indirect paths\"). Nothing changed and no reply was sent.",
-	}, "endpoint")
+	w.origins = ops.NewOrigins(w.metrics(), w.log)
+	w.svc = newAnnouncement(nc, w.origins.Admit)
 	w.parts = []part{newDurable(w), newForeground(w)}
 	return w
 }
@@ -295,7 +290,7 @@ func (w *Worker) setOpen(open bool) {
 // by a request.
 func (w *Worker) handler(ep endpoint) nats.MsgHandler {
 	return func(m *nats.Msg) {
-		if !w.fromSender(ep.name, m) {
+		if !w.origins.Admit(ep.name, m) {
 			return
 		}
 		req := &request{op: ep.name, subject: m.Subject, reply: m.Reply, header: m.Header, data: m.Data, received: time.Now()}
@@ -319,20 +314,6 @@ func (w *Worker) handler(ep endpoint) nats.MsgHandler {
 			w.serve(ep, req)
 		})
 	}
-}
-
-// fromSender reports whether m, a request to what, was sent by a process
-// of a role that may send it (auth.CheckOrigin). It counts and logs a
-// refusal; a refused request changes nothing and gets no reply: its reply
-// subject, if any, is JetStream's or the attacker's choice.
-func (w *Worker) fromSender(what string, m *nats.Msg) bool {
-	err := auth.CheckOrigin(m.Subject, m.Reply)
-	if err == nil {
-		return true
-	}
-	w.forged.WithLabelValues(what).Inc()
-	w.log.Warn("request refused for its origin", "endpoint", what, "subject", m.Subject, "reply", m.Reply, ops.Err(err))
-	return false
 }
 
 // refuse answers a request that arrived while the service stops, so the
