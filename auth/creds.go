@@ -47,6 +47,7 @@ var plainName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // [Init], so they always carry this build's permissions.
 type Setup struct {
 	dir      string
+	limits   Limits
 	operator *entity
 	system   *entity
 	// tenants and clients hold each tenant's data and clients accounts.
@@ -61,18 +62,43 @@ type entity struct {
 	jwt string
 }
 
+// Limits are the bounds Init signs into every tenant's data account.
+type Limits struct {
+	// MaxConsumers bounds the consumers of each stream of the tenant:
+	// nats-server applies an account's consumer limit to every stream
+	// alone (and refuses a stream whose own max_consumers is higher),
+	// never to the account's total, so a tenant holds at most this many
+	// on each of its streams. 0 means DefaultMaxConsumers.
+	MaxConsumers int
+}
+
+// DefaultMaxConsumers is the consumers each stream of a tenant may hold:
+// room for 10,000 Sessions run by runtimes that read each one's inbox
+// with a consumer of its own and watched by two gateways, with claims and
+// leases to match.
+const DefaultMaxConsumers = 50_000
+
 // Init loads or creates the credentials in dir for tenants (none means
 // [DefaultTenant]) and writes, for each tenant, `tenants/<t>/<role>.creds`
 // for every role, and the server fragment [ServerConfigFile]. It is
-// idempotent: keys that exist are kept, tenants already there stay.
+// idempotent: keys that exist are kept, tenants already there stay. Each
+// tenant's data account carries the default [Limits].
 func Init(dir string, tenants ...string) (*Setup, error) {
+	return InitWith(dir, Limits{}, tenants...)
+}
+
+// InitWith is [Init] with limits on every tenant's data account.
+func InitWith(dir string, limits Limits, tenants ...string) (*Setup, error) {
 	if len(tenants) == 0 {
 		tenants = []string{DefaultTenant}
+	}
+	if limits.MaxConsumers <= 0 {
+		limits.MaxConsumers = DefaultMaxConsumers
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, holdover.Wrap(err, holdover.CodeInternal, "create credentials folder")
 	}
-	s := &Setup{dir: dir, tenants: map[string]*entity{}, clients: map[string]*entity{}}
+	s := &Setup{dir: dir, limits: limits, tenants: map[string]*entity{}, clients: map[string]*entity{}}
 	opKP, err := loadOrCreateKey(filepath.Join(dir, "operator.nk"), nkeys.CreateOperator)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,13 @@ type Config struct {
 	// ReconcileEvery is the slow safety-net interval of claim
 	// reconciliation; 0 means DefaultReconcileEvery, negative never.
 	ReconcileEvery time.Duration
+	// ConsumerIdle is how long a consumer on the topology's streams that
+	// the server would not end soon after its last use may stay idle
+	// before the worker deletes it (sweep.go); 0 means
+	// DefaultConsumerIdle, negative never. SweepEvery is how often the
+	// worker looks; 0 means DefaultSweepEvery.
+	ConsumerIdle time.Duration
+	SweepEvery   time.Duration
 	// Views is the projection store the process's projection worker
 	// writes through, so late answers check the Views it wrote without
 	// reading them back (projection.NewStore); nil reads them from the
@@ -102,6 +109,12 @@ func (c Config) withDefaults() Config {
 	c.ReleaseBound = leases.Bound(c.ReleaseBound)
 	if c.ReconcileEvery == 0 {
 		c.ReconcileEvery = DefaultReconcileEvery
+	}
+	if c.ConsumerIdle == 0 {
+		c.ConsumerIdle = DefaultConsumerIdle
+	}
+	if c.SweepEvery <= 0 {
+		c.SweepEvery = DefaultSweepEvery
 	}
 	return c
 }
@@ -209,7 +222,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 	}
 	w.origins = ops.NewOrigins(w.metrics(), w.log)
 	w.svc = newAnnouncement(nc, w.origins.Admit)
-	w.parts = []part{newDurable(w), newForeground(w)}
+	w.parts = []part{newDurable(w), newForeground(w), newSweep(w)}
 	return w
 }
 

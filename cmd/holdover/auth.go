@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/holdover-dev/holdover/auth"
@@ -23,9 +24,13 @@ func runAuth(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "init" {
 		return usageError{"usage: holdover auth init [--dir auth] [tenant ...]"}
 	}
-	var dir string
+	var (
+		dir    string
+		limits auth.Limits
+	)
 	fs := newFlags("auth init", "[tenant ...]", authSummary, stderr)
 	fs.StringVar(&dir, "dir", "auth", "folder for keys, account JWTs, credentials and the nats-server fragment; kept across runs (keys are reused)")
+	fs.IntVar(&limits.MaxConsumers, "max-consumers", auth.DefaultMaxConsumers, "consumers each stream of a tenant may hold, whoever makes them (NATS bounds them per stream, never per role or account total)")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -33,7 +38,7 @@ func runAuth(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	setup, err := auth.Init(abs, fs.Args()...)
+	setup, err := auth.InitWith(abs, limits, fs.Args()...)
 	if err != nil {
 		return err
 	}
@@ -50,6 +55,10 @@ func runAuth(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// plainDurable is a durable name --durable takes: one that needs no
+// quoting in the stream's metadata list or a subject.
+var plainDurable = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
 // runProvision creates or updates the topology.
 func runProvision(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
@@ -60,6 +69,14 @@ func runProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	natsCfg.RegisterFlags(fs)
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "replicas per stream and bucket (3 on a cluster)")
 	fs.BoolVar(&cfg.Memory, "memory", false, "keep streams and buckets in memory (tests and demos only)")
+	fs.IntVar(&cfg.MaxConsumers, "max-consumers", 0, "consumers each stream may hold; 0 leaves the tenant's bound (auth init --max-consumers)")
+	fs.Func("durable", "a durable consumer on SESSIONS the worker keeps while nobody reads it, besides projection, replies and notify: a notifier's --durable (repeatable)", func(name string) error {
+		if !plainDurable.MatchString(name) {
+			return fmt.Errorf("durable %q may hold only letters, digits, '-' and '_'", name)
+		}
+		cfg.Durables = append(cfg.Durables, name)
+		return nil
+	})
 	if err := parse(fs, args); err != nil {
 		return err
 	}
