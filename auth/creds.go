@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -355,4 +356,68 @@ func writeFile(path, content string, mode os.FileMode) error {
 		return holdover.Wrap(err, holdover.CodeInternal, "write "+filepath.Base(path))
 	}
 	return holdover.Wrap(os.Rename(tmp.Name(), path), holdover.CodeInternal, "write "+filepath.Base(path))
+}
+
+// RestoreCreds writes credentials of a user in tenant's data account of
+// the credentials folder dir (Init's), valid for ttl, to
+// `tenants/<t>/restore.creds` and returns its path: what a restore needs
+// (nats backup restore stream), since its chunks do not cross an import
+// intact. The user may look streams up, snapshot them and restore them
+// (restoreRights), and nothing else; it is no role, and in the one account
+// where a reply subject can name a stream it has an admin's trust, so it
+// expires. It changes nothing else in dir.
+func RestoreCreds(dir, tenant string, ttl time.Duration) (string, error) {
+	if !plainName.MatchString(tenant) {
+		return "", holdover.Newf(holdover.CodeBadRequest, "tenant %q must be 1 to 64 letters, digits, '-' or '_'", tenant)
+	}
+	folder := filepath.Join(dir, "tenants", tenant)
+	seed, err := os.ReadFile(filepath.Join(folder, "account.nk"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", holdover.Newf(holdover.CodeNotFound, "no tenant %q in %s (holdover auth init --dir %s %s)", tenant, dir, dir, tenant)
+	}
+	if err != nil {
+		return "", holdover.Wrap(err, holdover.CodeInternal, "read the data account's key")
+	}
+	data, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
+	if err != nil {
+		return "", holdover.Wrapf(err, holdover.CodeBadRequest, "%s is not an nkey seed", filepath.Join(folder, "account.nk"))
+	}
+	if ttl <= 0 || ttl > MaxRestoreTTL {
+		return "", holdover.Newf(holdover.CodeBadRequest, "restore credentials last from a second to %v, not %v", MaxRestoreTTL, ttl)
+	}
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		return "", holdover.Wrap(err, holdover.CodeInternal, "create user key")
+	}
+	pub, _ := user.PublicKey()
+	uc := jwt.NewUserClaims(pub)
+	uc.Name = "restore@" + tenant
+	uc.Expires = time.Now().Add(ttl).Unix()
+	uc.Permissions = restoreRights()
+	token, err := uc.Encode(data)
+	if err != nil {
+		return "", holdover.Wrap(err, holdover.CodeInternal, "sign restore credentials")
+	}
+	seed, _ = user.Seed()
+	creds, err := jwt.FormatUserConfig(token, seed)
+	if err != nil {
+		return "", holdover.Wrap(err, holdover.CodeInternal, "format restore credentials")
+	}
+	path := filepath.Join(folder, "restore.creds")
+	return path, writeFile(path, string(creds), 0o600)
+}
+
+// MaxRestoreTTL bounds how long restore credentials last.
+const MaxRestoreTTL = 24 * time.Hour
+
+// restoreRights are the JetStream API of a backup and a restore in a data
+// account: stream look-ups, snapshots with their acks, restores with their
+// chunks, and replies under the inbox prefix of a connection with no role.
+func restoreRights() jwt.Permissions {
+	var pub jwt.StringList
+	for _, s := range []string{jsAPI + "INFO", jsAPI + "STREAM.NAMES", jsAPI + "STREAM.LIST", jsAPI + "STREAM.INFO.*",
+		jsAPI + "STREAM.SNAPSHOT.*", "$JS.SNAPSHOT.ACK.>", jsAPI + "STREAM.RESTORE.*", "$JS.SNAPSHOT.RESTORE.>"} {
+		pub.Add(s)
+	}
+	return jwt.Permissions{Pub: jwt.Permission{Allow: pub}, Sub: jwt.Permission{Allow: jwt.StringList{inboxRoot + ">"}}}
 }

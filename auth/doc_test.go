@@ -53,7 +53,10 @@ replies to ` + "`$JS.ACK.…`" + `, and a direct get's or any API response repli
 to nothing. So:
 
 - **The streams are in an account no client is in.** Each tenant is two
-  accounts: its data account holds the streams and buckets and no user,
+  accounts: its data account holds the streams and buckets and no user
+  (but, for a restore, whose chunks cannot cross an import, the expiring
+  one ` + "`holdover auth restore-creds`" + ` makes, which may only snapshot and
+  restore),
   its clients account holds every role's user and no JetStream, and
   imports from the data account only the subjects listed under
   "Accounts" below (each export requires an activation token made for

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/ops"
@@ -15,14 +16,18 @@ import (
 )
 
 const (
-	authSummary      = "write NATS credentials: an operator, a data and a clients account per tenant, one credentials file per role"
+	authSummary      = "write NATS credentials: an operator, a data and a clients account per tenant, one credentials file per role (init); expiring ones for a restore (restore-creds)"
 	provisionSummary = "create or update the JetStream streams and buckets (admin credentials)"
 )
 
-// runAuth runs `holdover auth init [--dir d] [tenant...]`.
+// runAuth runs `holdover auth init [--dir d] [tenant...]` and
+// `holdover auth restore-creds [--dir d] [--for 1h] tenant`.
 func runAuth(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "restore-creds" {
+		return runRestoreCreds(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "init" {
-		return usageError{"usage: holdover auth init [--dir auth] [tenant ...]"}
+		return usageError{"usage: holdover auth init [--dir auth] [tenant ...] | holdover auth restore-creds [--dir auth] [--for 1h] tenant"}
 	}
 	var (
 		dir    string
@@ -52,6 +57,35 @@ func runAuth(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  tenant %s (account %s): %s/{%s}.creds\n", t, setup.Account(t), filepath.Dir(setup.Creds(t, auth.Admin)), strings.Join(roles, ","))
 	}
 	fmt.Fprintln(stdout, "Give each process its role's file with --creds; provision once with `holdover provision --creds <admin.creds>`.")
+	return nil
+}
+
+// runRestoreCreds writes short-lived credentials in a tenant's data
+// account for a restore, which its clients account cannot carry.
+func runRestoreCreds(args []string, stdout, stderr io.Writer) error {
+	var (
+		dir string
+		ttl time.Duration
+	)
+	fs := newFlags("auth restore-creds", "tenant", "write credentials, valid for --for, that may back up and restore the streams of a tenant's data account (nats backup restore stream)", stderr)
+	fs.StringVar(&dir, "dir", "auth", "the folder of holdover auth init")
+	fs.DurationVar(&ttl, "for", time.Hour, "how long the credentials are valid (at most 24h)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"usage: holdover auth restore-creds [--dir auth] [--for 1h] tenant"}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	path, err := auth.RestoreCreds(abs, fs.Arg(0), ttl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "restore credentials of tenant %s, valid until %s: %s\n", fs.Arg(0), time.Now().Add(ttl).UTC().Format(time.RFC3339), path)
+	fmt.Fprintf(stdout, "  nats --creds %s backup restore stream <backup folder>\n", path)
 	return nil
 }
 
