@@ -67,19 +67,7 @@ func TestTheWorkerDeletesIdleConsumersThatOutliveTheirReaders(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "the idle consumers that outlive their readers were deleted")
 	require.Equal(t, []string{streams.NotifyDurable, "reading", "replay", streams.RepliesDurable}, names(sessions))
 	swept := func(stream string) float64 {
-		families, err := m.Registry.Gather()
-		require.NoError(t, err)
-		for _, f := range families {
-			if f.GetName() != "holdover_consumers_swept_total" {
-				continue
-			}
-			for _, s := range f.GetMetric() {
-				if s.GetLabel()[0].GetValue() == stream {
-					return s.GetCounter().GetValue()
-				}
-			}
-		}
-		return 0
+		return counted(t, m, "holdover_consumers_swept_total", map[string]string{"stream": stream})
 	}
 	require.Equal(t, 2.0, swept(streams.SessionsStream))
 	require.Equal(t, 1.0, swept(streams.KVStreamPrefix+streams.QuestionsBucket))
