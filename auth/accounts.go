@@ -83,7 +83,7 @@ func (s *Setup) tenant(folder, name string) (data, clients *entity, err error) {
 	clientsPub, _ := clientsKP.PublicKey()
 	var imports jwt.Imports
 	data, err = s.account(folder, "account.nk", name, func(kp nkeys.KeyPair, ac *jwt.AccountClaims) error {
-		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit, Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit, Streams: jwt.NoLimit, Consumer: int64(s.limits.MaxConsumers)}
 		for _, c := range Crossings() {
 			kind := jwt.Service
 			if c.Stream {

@@ -2,21 +2,28 @@ package auth_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/projection"
+	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/runtime/model/scripted"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 // floodLimit is the consumers SESSIONS holds in TestAnOperatorFloodTakesNoConsumer:
@@ -145,4 +152,146 @@ func TestAnAgentDeletesAnotherRuntimesInboxConsumer(t *testing.T) {
 	require.Equal(t, []string{"after0", "after1", "after2", "end"}, []string{next(), next(), next(), next()})
 	_, err = env.Topology.Sessions.Consumer(ctx, "inbox-rta-0")
 	require.NoError(t, err, "runtime a made its consumer again")
+}
+
+// floodCap is the consumers each stream of a tenant holds in
+// TestAFloodOfConsumersIsBounded (holdover auth init --max-consumers).
+const floodCap = 12
+
+// floodCreate is one form of consumer create a role may send: its API
+// subject and filter for the consumer name.
+type floodCreate struct {
+	stream  string
+	subject func(name string) string
+	filter  func(name string) string
+}
+
+// floods are the create forms each role that may create consumers has, on
+// every stream it may create them on.
+var floods = map[auth.Role][]floodCreate{
+	auth.Agent: {
+		{stream: streams.SessionsStream, subject: func(n string) string { return "CONSUMER.CREATE.SESSIONS." + n }},
+		{stream: streams.ClaimsStream, subject: func(n string) string { return "CONSUMER.CREATE.CLAIMS." + n + ".holdover.claim.lease.caller." + n },
+			filter: func(n string) string { return "holdover.claim.lease.caller." + n }},
+	},
+	auth.Gateway: {
+		{stream: streams.SessionsStream, subject: func(n string) string { return "CONSUMER.CREATE.SESSIONS." + n + ".holdover.session.s1.events" },
+			filter: func(string) string { return "holdover.session.s1.events" }},
+		{stream: "KV_userQuestions", subject: func(n string) string { return "CONSUMER.CREATE.KV_userQuestions." + n }},
+		{stream: streams.ClaimsStream, subject: func(n string) string { return "CONSUMER.CREATE.CLAIMS." + n + ".holdover.claim.wait.s1.call_1." + n },
+			filter: func(n string) string { return "holdover.claim.wait.s1.call_1." + n }},
+	},
+	auth.Notifier: {
+		{stream: streams.SessionsStream, subject: func(n string) string { return "CONSUMER.DURABLE.CREATE.SESSIONS." + n }},
+	},
+}
+
+// A role that may create consumers floods every stream it reads with
+// durables, kept in use while it floods (each pushes to a subscription of
+// its own), as the attack that filled an account with 993 of them did.
+// NATS bounds each stream at the tenant's --max-consumers and refuses the
+// rest; another tenant's agent meanwhile starts a Session and asks. Once
+// the flood stops, the worker deletes its consumers as idle ones that
+// would outlive their reader, and an agent of the flooded tenant starts a
+// Session and asks.
+func TestAFloodOfConsumersIsBounded(t *testing.T) {
+	env := embeddedtest.StartSecureWith(t, streams.Config{Memory: true}, auth.Limits{MaxConsumers: floodCap}, "a", "b")
+	ctx := context.Background()
+	_, bAdmin := env.AsTenant(t, "b", auth.Admin)
+	_, err := streams.Provision(ctx, bAdmin, streams.Config{Memory: true})
+	require.NoError(t, err)
+	for _, tenant := range []string{"a", "b"} {
+		wnc, wjs := env.AsTenant(t, tenant, auth.Worker)
+		top, err := streams.Open(ctx, wjs)
+		require.NoError(t, err)
+		svc := worker.New(wnc, wjs, top, worker.Config{ConsumerIdle: 500 * time.Millisecond, SweepEvery: 100 * time.Millisecond}, slog.New(slog.DiscardHandler))
+		require.NoError(t, svc.Start(ctx))
+		t.Cleanup(svc.Stop)
+	}
+	consumers := func(js jetstream.JetStream, stream string) (n int, flood int) {
+		s, err := js.Stream(ctx, stream)
+		require.NoError(t, err)
+		for name := range s.ConsumerNames(ctx).Name() {
+			n++
+			if strings.HasPrefix(name, "flood") {
+				flood++
+			}
+		}
+		return n, flood
+	}
+
+	for _, role := range []auth.Role{auth.Agent, auth.Gateway, auth.Notifier} {
+		t.Run(string(role), func(t *testing.T) {
+			attacker := newProber(t, env, "a", role)
+			inbox := role.InboxPrefix() + ".flood"
+			held, err := attacker.nc.Subscribe(inbox+".>", func(*nats.Msg) {})
+			require.NoError(t, err)
+			for _, f := range floods[role] {
+				var refused error
+				for i := 0; refused == nil && i < 3*floodCap; i++ {
+					name := fmt.Sprintf("flood-%s-%d", role, i)
+					cfg := map[string]any{"durable_name": name, "deliver_subject": inbox + "." + name, "deliver_policy": "new", "ack_policy": "none"}
+					if f.filter != nil {
+						cfg["filter_subject"] = f.filter(name)
+					}
+					denied, detail := attacker.try(api(jsAPI(f.subject(name)), map[string]any{"stream_name": f.stream, "config": cfg}))
+					require.False(t, denied, "the %s may create consumers on %s: %s", role, f.stream, detail)
+					if detail != "ok" {
+						refused = errors.New(detail)
+					}
+				}
+				require.ErrorContains(t, refused, "maximum consumers limit reached", "the flood of %s was never refused", f.stream)
+				n, flood := consumers(env.JS, f.stream)
+				require.LessOrEqual(t, n, floodCap, "%s holds no more than the tenant's bound", f.stream)
+				t.Logf("%s flooded %s: %d of its consumers, refused at %d (%s)", role, f.stream, flood, floodCap, refused)
+			}
+
+			// Another tenant is untouched: its agent starts a Session and asks.
+			askInTenant(t, env, "b", "b-"+string(role))
+
+			// The flood stops; the worker ends its idle consumers.
+			require.NoError(t, held.Unsubscribe())
+			for _, f := range floods[role] {
+				require.Eventually(t, func() bool { _, flood := consumers(env.JS, f.stream); return flood == 0 },
+					patience, 20*time.Millisecond, "the worker deleted the idle flood of %s", f.stream)
+			}
+			askInTenant(t, env, "a", "a-"+string(role))
+		})
+	}
+}
+
+// askInTenant runs a Go runtime on an agent's credentials of tenant that
+// starts Session sid and asks a timed question, which goes pending, and
+// waits for the Turn to end.
+func askInTenant(t *testing.T, env *embeddedtest.Env, tenant, sid string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, js := env.AsTenant(t, tenant, auth.Agent)
+	script, err := scripted.Parse(`call ask_user_question {"questions":[{"id":"go","question":"Go on?"}],"timeout":1}` + "\nsay Done.")
+	require.NoError(t, err)
+	rt, err := runtime.New(ctx, runtime.Config{Conn: nc, Model: script.Model(), Ask: askuser.Config{Mode: askuser.ModeTimed}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err, "tenant %s: a runtime starts", tenant)
+	defer rt.Close()
+	_, err = rt.Start(ctx, sid)
+	require.NoError(t, err, "tenant %s: the runtime starts Session %s", tenant, sid)
+	_, admin := env.AsTenant(t, tenant, auth.Admin)
+	_, err = runtime.Steer(ctx, admin, sid, "", "Set up the service.")
+	require.NoError(t, err)
+	sessions, err := js.Stream(ctx, streams.SessionsStream)
+	require.NoError(t, err)
+	log := sessionlog.NewDirect(js, sessions) // direct gets: the polling makes no consumer
+	require.Eventually(t, func() bool {
+		evts, _, err := log.Read(ctx, sid, 0)
+		if err != nil {
+			return false
+		}
+		for _, e := range evts {
+			if r, ok := e.Body.(*events.ToolResult); ok && r.Name == "ask_user_question" {
+				require.Contains(t, events.JoinText(r.Content), `"pending":true`, "tenant %s: the question went pending", tenant)
+				return true
+			}
+		}
+		return false
+	}, patience, 20*time.Millisecond, "tenant %s: Session %s asked", tenant, sid)
 }

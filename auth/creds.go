@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -47,6 +48,7 @@ var plainName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // [Init], so they always carry this build's permissions.
 type Setup struct {
 	dir      string
+	limits   Limits
 	operator *entity
 	system   *entity
 	// tenants and clients hold each tenant's data and clients accounts.
@@ -61,18 +63,43 @@ type entity struct {
 	jwt string
 }
 
+// Limits are the bounds Init signs into every tenant's data account.
+type Limits struct {
+	// MaxConsumers bounds the consumers of each stream of the tenant:
+	// nats-server applies an account's consumer limit to every stream
+	// alone (and refuses a stream whose own max_consumers is higher),
+	// never to the account's total, so a tenant holds at most this many
+	// on each of its streams. 0 means DefaultMaxConsumers.
+	MaxConsumers int
+}
+
+// DefaultMaxConsumers is the consumers each stream of a tenant may hold:
+// room for 10,000 Sessions run by runtimes that read each one's inbox
+// with a consumer of its own and watched by two gateways, with claims and
+// leases to match.
+const DefaultMaxConsumers = 50_000
+
 // Init loads or creates the credentials in dir for tenants (none means
 // [DefaultTenant]) and writes, for each tenant, `tenants/<t>/<role>.creds`
 // for every role, and the server fragment [ServerConfigFile]. It is
-// idempotent: keys that exist are kept, tenants already there stay.
+// idempotent: keys that exist are kept, tenants already there stay. Each
+// tenant's data account carries the default [Limits].
 func Init(dir string, tenants ...string) (*Setup, error) {
+	return InitWith(dir, Limits{}, tenants...)
+}
+
+// InitWith is [Init] with limits on every tenant's data account.
+func InitWith(dir string, limits Limits, tenants ...string) (*Setup, error) {
 	if len(tenants) == 0 {
 		tenants = []string{DefaultTenant}
+	}
+	if limits.MaxConsumers <= 0 {
+		limits.MaxConsumers = DefaultMaxConsumers
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, holdover.Wrap(err, holdover.CodeInternal, "create credentials folder")
 	}
-	s := &Setup{dir: dir, tenants: map[string]*entity{}, clients: map[string]*entity{}}
+	s := &Setup{dir: dir, limits: limits, tenants: map[string]*entity{}, clients: map[string]*entity{}}
 	opKP, err := loadOrCreateKey(filepath.Join(dir, "operator.nk"), nkeys.CreateOperator)
 	if err != nil {
 		return nil, err
@@ -329,4 +356,68 @@ func writeFile(path, content string, mode os.FileMode) error {
 		return holdover.Wrap(err, holdover.CodeInternal, "write "+filepath.Base(path))
 	}
 	return holdover.Wrap(os.Rename(tmp.Name(), path), holdover.CodeInternal, "write "+filepath.Base(path))
+}
+
+// RestoreCreds writes credentials of a user in tenant's data account of
+// the credentials folder dir (Init's), valid for ttl, to
+// `tenants/<t>/restore.creds` and returns its path: what a restore needs
+// (nats backup restore stream), since its chunks do not cross an import
+// intact. The user may look streams up, snapshot them and restore them
+// (restoreRights), and nothing else; it is no role, and in the one account
+// where a reply subject can name a stream it has an admin's trust, so it
+// expires. It changes nothing else in dir.
+func RestoreCreds(dir, tenant string, ttl time.Duration) (string, error) {
+	if !plainName.MatchString(tenant) {
+		return "", holdover.Newf(holdover.CodeBadRequest, "tenant %q must be 1 to 64 letters, digits, '-' or '_'", tenant)
+	}
+	folder := filepath.Join(dir, "tenants", tenant)
+	seed, err := os.ReadFile(filepath.Join(folder, "account.nk"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", holdover.Newf(holdover.CodeNotFound, "no tenant %q in %s (holdover auth init --dir %s %s)", tenant, dir, dir, tenant)
+	}
+	if err != nil {
+		return "", holdover.Wrap(err, holdover.CodeInternal, "read the data account's key")
+	}
+	data, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
+	if err != nil {
+		return "", holdover.Wrapf(err, holdover.CodeBadRequest, "%s is not an nkey seed", filepath.Join(folder, "account.nk"))
+	}
+	if ttl <= 0 || ttl > MaxRestoreTTL {
+		return "", holdover.Newf(holdover.CodeBadRequest, "restore credentials last from a second to %v, not %v", MaxRestoreTTL, ttl)
+	}
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		return "", holdover.Wrap(err, holdover.CodeInternal, "create user key")
+	}
+	pub, _ := user.PublicKey()
+	uc := jwt.NewUserClaims(pub)
+	uc.Name = "restore@" + tenant
+	uc.Expires = time.Now().Add(ttl).Unix()
+	uc.Permissions = restoreRights()
+	token, err := uc.Encode(data)
+	if err != nil {
+		return "", holdover.Wrap(err, holdover.CodeInternal, "sign restore credentials")
+	}
+	seed, _ = user.Seed()
+	creds, err := jwt.FormatUserConfig(token, seed)
+	if err != nil {
+		return "", holdover.Wrap(err, holdover.CodeInternal, "format restore credentials")
+	}
+	path := filepath.Join(folder, "restore.creds")
+	return path, writeFile(path, string(creds), 0o600)
+}
+
+// MaxRestoreTTL bounds how long restore credentials last.
+const MaxRestoreTTL = 24 * time.Hour
+
+// restoreRights are the JetStream API of a backup and a restore in a data
+// account: stream look-ups, snapshots with their acks, restores with their
+// chunks, and replies under the inbox prefix of a connection with no role.
+func restoreRights() jwt.Permissions {
+	var pub jwt.StringList
+	for _, s := range []string{jsAPI + "INFO", jsAPI + "STREAM.NAMES", jsAPI + "STREAM.LIST", jsAPI + "STREAM.INFO.*",
+		jsAPI + "STREAM.SNAPSHOT.*", "$JS.SNAPSHOT.ACK.>", jsAPI + "STREAM.RESTORE.*", "$JS.SNAPSHOT.RESTORE.>"} {
+		pub.Add(s)
+	}
+	return jwt.Permissions{Pub: jwt.Permission{Allow: pub}, Sub: jwt.Permission{Allow: jwt.StringList{inboxRoot + ">"}}}
 }

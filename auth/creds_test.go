@@ -1,17 +1,22 @@
 package auth_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // Init keeps its keys: a second run names the same accounts (whose public
@@ -67,4 +72,44 @@ func TestServerConfigFragmentAdmitsTheCredentials(t *testing.T) {
 	defer nc.Close()
 	_, err = nc.Request("$JS.API.INFO", nil, 5*time.Second)
 	require.NoError(t, err, "the operator reads JetStream in its tenant's account, replies under its own inbox prefix")
+}
+
+// Restore credentials are a user of the tenant's data account itself,
+// where a restore's chunks arrive intact (no import between): they see
+// the tenant's streams without crossing, may snapshot and restore them and
+// nothing else (a direct get is refused), and expire.
+func TestRestoreCredsReachTheDataAccountForAWhile(t *testing.T) {
+	env := embeddedtest.StartSecure(t, streams.Config{Memory: true})
+	dir := env.Auth.Dir()
+	_, err := auth.RestoreCreds(dir, "nobody", time.Hour)
+	require.True(t, holdover.HasCode(err, holdover.CodeNotFound), "%v", err)
+	_, err = auth.RestoreCreds(dir, auth.DefaultTenant, 48*time.Hour)
+	require.True(t, holdover.HasCode(err, holdover.CodeBadRequest), "%v", err)
+
+	path, err := auth.RestoreCreds(dir, auth.DefaultTenant, time.Hour)
+	require.NoError(t, err)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	token, err := jwt.ParseDecoratedJWT(data)
+	require.NoError(t, err)
+	uc, err := jwt.DecodeUserClaims(token)
+	require.NoError(t, err)
+	require.Equal(t, env.Auth.Account(auth.DefaultTenant), uc.Issuer, "signed by the data account")
+	require.InDelta(t, time.Now().Add(time.Hour).Unix(), uc.Expires, 60)
+
+	refused := make(chan error, 4)
+	nc, js := embeddedtest.Connect(t, env.Server.ClientURL(), nats.UserCredentials(path), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { refused <- err }))
+	var names []string
+	for n := range js.StreamNames(context.Background()).Name() {
+		names = append(names, n)
+	}
+	require.ElementsMatch(t, []string{streams.SessionsStream, streams.ClaimsStream, "KV_userQuestions", "KV_liveRoots"}, names)
+	require.NoError(t, nc.PublishRequest("$JS.API.DIRECT.GET.KV_userQuestions", nats.NewInbox(), []byte(`{"seq":1}`)))
+	require.NoError(t, nc.Flush())
+	select {
+	case err := <-refused:
+		require.ErrorContains(t, err, "Permissions Violation")
+	case <-time.After(patience):
+		t.Fatal("a direct get was not refused")
+	}
 }

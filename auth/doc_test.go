@@ -53,7 +53,10 @@ replies to ` + "`$JS.ACK.…`" + `, and a direct get's or any API response repli
 to nothing. So:
 
 - **The streams are in an account no client is in.** Each tenant is two
-  accounts: its data account holds the streams and buckets and no user,
+  accounts: its data account holds the streams and buckets and no user
+  (but, for a restore, whose chunks cannot cross an import, the expiring
+  one ` + "`holdover auth restore-creds`" + ` makes, which may only snapshot and
+  restore),
   its clients account holds every role's user and no JetStream, and
   imports from the data account only the subjects listed under
   "Accounts" below (each export requires an activation token made for
@@ -68,16 +71,29 @@ to nothing. So:
   the chosen one. Only inboxes and advisories cross back, so a push
   consumer delivering to any other subject (a service endpoint, a stream's
   subject) finds no subscriber and delivers nothing.
-- **Service requests are checked by origin.** The worker serves a request
-  on ` + "`holdover.q.*`" + ` (and on its waits' ` + "`holdover.q.wait.<lease>.abort|status`" + `, and its
-  discovery's ` + "`$SRV.PING|INFO|STATS`" + `, whose reply it would otherwise send
-  with its own rights, into the projection say) only when its reply subject is an inbox
-  (` + "`_INBOX.…`" + `) and, if it is a role's (` + "`_INBOX.<role>.…`" + `), only when
-  that role may publish the subject (` + "`auth.CheckOrigin`" + `). A stored message
-  that a pull or a direct get replays there is refused with no reply
-  and counted in ` + "`holdover_requests_refused_origin_total{endpoint}`" + ` with
-  a warning log line; nothing changes. ` + "`go test -run TestIndirectDenials -v ./auth`" + `
-  shows each attack denied, one row per stream a reply could write into.
+- **Requests are served by origin.** A process serves a request only
+  when its reply subject is an inbox (` + "`_INBOX.…`" + `) and, if it is a role's
+  (` + "`_INBOX.<role>.…`" + `), only when that role may publish the subject
+  (` + "`auth.CheckOrigin`" + `). The worker applies it on ` + "`holdover.q.*`" + `, its waits'
+  ` + "`holdover.q.wait.<lease>.abort|status`" + ` and its discovery's ` + "`$SRV.PING|INFO|STATS`" + `
+  (whose reply it would otherwise send with its own rights, into the
+  projection say); an agent runtime, Go or TypeScript (` + "`src/origin.ts`" + `, over
+  a table generated from this one), on ` + "`holdover.runtime.resume`" + ` and
+  ` + "`holdover.session.<sid>.discard`" + `, which it answers through NATS
+  ` + "`allow_responses`" + `: one reply to whatever subject the request names,
+  granted past its deny rules. A stored message that a pull or a direct
+  get replays there (replying to ` + "`$JS.ACK.…`" + ` or to nothing), and a request
+  replying into a stream (a gateway's discard request replying to another
+  Session's reply subject, which the live root's answer would be stored
+  in), are refused with no reply, counted in
+  ` + "`holdover_requests_refused_origin_total{endpoint}`" + ` (the agent's with
+  ` + "`holdover agent --metrics-addr`" + `) and logged at warn; nothing changes.
+  Publish rights on the requesters' inboxes instead of ` + "`allow_responses`" + `
+  would be worse: an agent reads a claim's deliver subject with
+  ` + "`CONSUMER.INFO`" + ` and could forge frames into a gateway's claims.
+  ` + "`go test -run TestIndirectDenials -v ./auth`" + ` shows each attack denied,
+  one row per stream a reply could write into and per request a runtime
+  answers; the conformance run has the runtime's rows for each runtime.
 - **Only the worker decides what a claim is.** A consumer on CLAIMS named
   like a claim counts only if it is a push consumer on that claim's own
   frame subject, not durable, with an inactive threshold (as
@@ -86,18 +102,52 @@ to nothing. So:
   through its lease right) is deleted, claims no wait and is counted in
   ` + "`holdover_claims_forged_total`" + `: the wait ends at its deadline
   (` + "`go test -run TestAForgedClaimHoldsNoWait ./worker`" + `).
-- **The operator creates no consumer.** NATS bounds consumers per stream
-  (` + "`max_consumers`" + `) and per account, never per user or role, and a
-  create subject does not tell an ephemeral from a durable (the body's
-  ` + "`durable_name`" + ` does), so no rule can give a role a small share. The
-  operator's rights are stream and consumer info, direct gets and
-  ` + "`STREAM.MSG.GET`" + `: ` + "`nats stream get`" + `, ` + "`nats kv get`" + `, ` + "`holdover inspect`" + ` and
-  ` + "`check`" + ` (which read the log by direct get, ` + "`sessionlog.NewDirect`" + `) work;
-  ` + "`nats stream view`" + ` (the CLI's pager is a durable of its own),
-  ` + "`kv watch`" + ` and ` + "`kv history`" + ` take admin's credentials. A flood of creates is
-  refused one by one and leaves every stream's consumers as they were,
-  and agents still start Sessions after it
-  (` + "`go test -run TestAnOperatorFloodTakesNoConsumer ./auth`" + `).
+- **Consumers are bounded per stream, and ended once they would outlive
+  their reader.** NATS bounds consumers per stream only: by the stream's
+  ` + "`max_consumers`" + ` (` + "`holdover provision --max-consumers`" + `) and by the account's
+  consumer limit, which nats-server 2.15 applies to each stream of the
+  account alone, never to the account's total (the data account's
+  ` + "`jetstream.consumer`" + `, ` + "`holdover auth init --max-consumers`" + `, default 50,000).
+  No rule can give a role a share of a stream: a consumer's name is one
+  token of the create subject, and whether it is durable and how long it
+  outlives its reader are in the request's body (` + "`durable_name`" + `,
+  ` + "`inactive_threshold`" + `), which no permission reads. So a role that may read
+  a stream may create consumers of any name there, the notifier too (its
+  ` + "`notify`" + ` durable's create subject,
+  ` + "`…CREATE.SESSIONS.notify.holdover.session.*.events`" + `, has the form of its
+  ordered reads'). A flood stops at the stream's bound
+  (` + "`maximum consumers limit reached`" + `), in its own tenant. What it made
+  stays only while in use: the worker deletes any consumer on the topology's streams that the
+  server would not end soon after its last use (a durable other than
+  ` + "`projection`" + `, ` + "`replies`" + `, ` + "`notify`" + ` and those ` + "`holdover provision --durable`" + ` declares,
+  or one whose inactive threshold is longer than
+  ` + "`question-worker --consumer-idle`" + `, 10 minutes) once it has been idle that
+  long (no pull waiting, no push subscriber, nothing delivered or
+  acknowledged since), counted in ` + "`holdover_consumers_swept_total{stream}`" + `
+  and logged. ` + "`go test -run TestAFloodOfConsumersIsBounded -v ./auth`" + ` has an
+  agent, a gateway and a notifier each flood every stream it may create on, keeping every
+  consumer in use, until refused at the bound; another tenant's agent
+  starts a Session and asks meanwhile; once the flood stops the worker
+  deletes it and the flooded tenant's agent starts a Session and asks.
+  What NATS cannot bound: while its maker keeps each consumer of a flood in
+  use (a pull waiting on each, a subscriber on each deliver subject), the
+  stream stays at its bound, and the tenant's new readers of that stream
+  are refused until the flood stops (on SESSIONS an agent's inbox reader
+  or a gateway's watch; on CLAIMS leases and claims, so timed asks).
+  nats-server 2.15 has no consumer quota per user, role or connection.
+- **The operator creates no consumer.** Its rights are stream and
+  consumer info, direct gets and ` + "`STREAM.MSG.GET`" + `, so however it is used it
+  takes none of a stream's bound from the roles that need it.
+  ` + "`nats stream get`" + `, ` + "`nats kv get`" + `, ` + "`holdover inspect`" + ` and ` + "`check`" + ` (which
+  read the log by direct get, ` + "`sessionlog.NewDirect`" + `) work on its credentials; every nats
+  CLI read that makes a consumer (` + "`stream view`" + `, ` + "`kv watch`" + `, ` + "`kv history`" + `,
+  ` + "`kv ls <bucket>`" + `) takes admin's: docs/operations.md lists which command
+  takes which. A flood of creates is refused one by one and leaves every
+  stream's consumers as they were, and agents still start Sessions after
+  it (` + "`go test -run TestAnOperatorFloodTakesNoConsumer ./auth`" + `). The
+  operator's create subjects could not carry a share of their own either:
+  the CLI creates its readers' consumers with the named, filtered form,
+  which takes a durable as readily as an ephemeral.
 - **A reader's consumer is anyone's to delete, and costs nothing.** A
   consumer name is one token and a permission matches whole tokens, so no
   rule can let a runtime delete its own ` + "`inbox-<instance>-<n>`" + ` and not
@@ -107,15 +157,6 @@ to nothing. So:
   the worker and the gateway may delete on. A reader whose consumer is
   deleted makes it again and delivers what was stored meanwhile, once
   and in order (` + "`go test -run TestAnAgentDeletesAnotherRuntimesInboxConsumer ./auth`" + `).
-- **Open.** The other roles' consumers are not bounded per role: the
-  notifier may create durables of any name (` + "`--durable`" + `), an agent or a
-  gateway consumers of any name on the streams it reads. An agent answers
-  resume and discard requests at once on whatever reply subject they name
-  (NATS ` + "`allow_responses`" + `, which the server grants past deny rules), so
-  a gateway's discard request replying to a stream subject has the live
-  root write there. Publish rights on the requesters' inboxes instead would
-  be worse: an agent reads a claim's deliver subject with
-  ` + "`CONSUMER.INFO`" + ` and could forge frames into a gateway's claims.
 
 ## Accounts
 

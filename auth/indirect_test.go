@@ -18,7 +18,10 @@ import (
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/lease"
+	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/runtime"
+	"github.com/holdover-dev/holdover/runtime/model/scripted"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/worker"
@@ -51,8 +54,14 @@ type indirect struct {
 }
 
 // forgedAnswer is what an agent stores in its own Session's log to replay
-// into the answer endpoint: another Session's answer, "by ana".
+// into the answer endpoint: another Session's answer, "by ana". Replayed
+// onto the resume subject it names s2.
 var forgedAnswer = []byte(`{"session":"s2","callId":"call_1","answers":[{"questionIndex":0,"selected":["yes"]}]}`)
+
+// forgedDiscard is what an agent stores next in its own Session's log, to
+// replay onto another Session's discard subject: a user's queued reply to
+// drop.
+var forgedDiscard = []byte(`{"session":"s3","messageId":"reply-1","reason":"taken back"}`)
 
 func createConsumer(ctx context.Context, nc *nats.Conn, stream, name string, cfg map[string]any) error {
 	cfg["name"] = name
@@ -78,6 +87,10 @@ const (
 	claimFrame = "holdover.claim.wait.s1.call_1.c1"
 )
 
+// s3 is the Session an agent runtime of the test runs as its live root,
+// answering its discard requests, beside the resume pool it joined.
+const s3 = "s3"
+
 func indirectAttacks(workerLease string) []indirect {
 	answer := streams.ServicePrefix + "." + streams.EndpointAnswer
 	push := func(name, deliver string, group string) func(ctx context.Context, nc *nats.Conn) error {
@@ -89,10 +102,13 @@ func indirectAttacks(workerLease string) []indirect {
 			return createConsumer(ctx, nc, streams.SessionsStream, name, cfg)
 		}
 	}
-	directGet := func(stream, reply string) func(ctx context.Context, nc *nats.Conn) error {
+	directGetSeq := func(stream string, seq int, reply string) func(ctx context.Context, nc *nats.Conn) error {
 		return func(ctx context.Context, nc *nats.Conn) error {
-			return nc.PublishRequest("$JS.API.DIRECT.GET."+stream, reply, []byte(`{"seq":1}`))
+			return nc.PublishRequest("$JS.API.DIRECT.GET."+stream, reply, fmt.Appendf(nil, `{"seq":%d}`, seq))
 		}
+	}
+	directGet := func(stream, reply string) func(ctx context.Context, nc *nats.Conn) error {
+		return directGetSeq(stream, 1, reply)
 	}
 	pull := func(name, reply string) func(ctx context.Context, nc *nats.Conn) error {
 		return func(ctx context.Context, nc *nats.Conn) error {
@@ -127,6 +143,25 @@ func indirectAttacks(workerLease string) []indirect {
 			act: func(ctx context.Context, nc *nats.Conn) error {
 				return nc.PublishRequest("$SRV.INFO."+userquestions.Name, s2Reply, nil)
 			}},
+		{name: "gateway: discard request to " + s3 + "'s live root replying to " + s2Reply + " (the agent's answer, sent past its deny rules as a response, is a forged late reply)", role: auth.Gateway, endpoint: runtime.DiscardEndpoint,
+			act: discard(s2Reply)},
+		{name: "gateway: discard request to " + s3 + "'s live root replying to " + viewKey + " (the agent's answer writes another Session's View)", role: auth.Gateway, endpoint: runtime.DiscardEndpoint,
+			act: discard(viewKey)},
+		{name: "agent: direct get of its stored discard request replying to " + s3 + "'s discard subject (the live root drops a user's queued message)", role: auth.Agent, endpoint: runtime.DiscardEndpoint,
+			act: directGetSeq(streams.SessionsStream, 2, discardSubject)},
+		{name: "operator: direct get of a stored message naming s2 replying to " + streams.ResumeSubject + " (the pool takes s2 over as its live root)", role: auth.Operator, endpoint: liveroot.ResumeEndpoint,
+			act: directGet(streams.SessionsStream, streams.ResumeSubject)},
+	}
+}
+
+// discardSubject is where the test's runtime takes s3's discard requests.
+var discardSubject, _ = runtime.DiscardSubject(s3)
+
+// discard sends a discard request to s3's live root as a gateway does for
+// a Client, but replying to reply.
+func discard(reply string) func(ctx context.Context, nc *nats.Conn) error {
+	return func(ctx context.Context, nc *nats.Conn) error {
+		return nc.PublishRequest(discardSubject, reply, []byte(`{"session":"s3","messageId":"reply-1"}`))
 	}
 }
 
@@ -142,6 +177,8 @@ func TestIndirectDenials(t *testing.T) {
 	subject, _ := streams.EventsSubject(sid)
 	_, err := env.JS.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: forgedAnswer, Header: nats.Header{"Holdover-User": []string{"ana"}}})
 	require.NoError(t, err)
+	_, err = env.JS.Publish(ctx, subject, forgedDiscard)
+	require.NoError(t, err)
 	_, err = env.Topology.Questions.Put(ctx, "s2", []byte(`{"active":[],"settled":[],"lastSeq":1}`))
 	require.NoError(t, err)
 
@@ -150,6 +187,7 @@ func TestIndirectDenials(t *testing.T) {
 	svc := worker.New(wnc, wjs, env.Topology, worker.Config{Metrics: m}, slog.New(slog.DiscardHandler))
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(svc.Stop)
+	rt := runAgent(t, env, m)
 
 	var rows strings.Builder
 	rows.WriteString("| indirect attack | result |\n|---|---|\n")
@@ -194,9 +232,10 @@ func TestIndirectDenials(t *testing.T) {
 		// The consumer the attack made is its vehicle, not an effect:
 		// removed, so the state compares what it could have changed and
 		// the next row starts from the same replayable log. The worker's
-		// own consumer of the reply subjects stays.
+		// own consumer of the reply subjects and the runtime's inbox reader
+		// stay.
 		for n := range env.Topology.Sessions.ConsumerNames(ctx).Name() {
-			if n == streams.RepliesDurable {
+			if n == streams.RepliesDurable || strings.HasPrefix(n, rt.inboxes) {
 				continue
 			}
 			require.NoError(t, env.JS.DeleteConsumer(ctx, streams.SessionsStream, n))
@@ -208,6 +247,34 @@ func TestIndirectDenials(t *testing.T) {
 		fmt.Fprintf(&rows, "| %s | denied |\n", a.name)
 	}
 	t.Log("\n" + rows.String())
+}
+
+// agentRuntime is the Go runtime TestIndirectDenials runs on an agent's
+// credentials: the live root of s3 and a member of the resume pool.
+type agentRuntime struct {
+	inboxes string // the prefix of its inbox reader's consumers
+}
+
+// runAgent starts a runtime on an agent's credentials that runs s3 (idle:
+// nothing is queued) and joins the resume pool, counting the requests it
+// refuses in m, and stores at s3's log's first sequence what a discard
+// request's replay would read.
+func runAgent(t *testing.T, env *embeddedtest.Env, m *ops.Metrics) agentRuntime {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	nc, _ := env.As(t, auth.Agent)
+	script, err := scripted.Parse("say Done.")
+	require.NoError(t, err)
+	const instance = "rt-indirect"
+	rt, err := runtime.New(ctx, runtime.Config{Conn: nc, Model: script.Model(), Instance: instance, Metrics: m, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { cancel(); rt.Close() })
+	_, err = rt.Start(ctx, s3)
+	require.NoError(t, err)
+	leave, err := rt.ServePool(ctx)
+	require.NoError(t, err)
+	t.Cleanup(leave)
+	return agentRuntime{inboxes: "inbox-" + instance + "-"}
 }
 
 // storedAllBefore returns once the stream of subject has handled every

@@ -184,6 +184,17 @@ func sessionConsumers(what string) []Rule {
 	}
 }
 
+// sweepConsumers lets the worker list the consumers of every stream of the
+// topology and delete those of the KV streams, as it does on SESSIONS and
+// CLAIMS already (package worker, sweep.go).
+func sweepConsumers(why string) []Rule {
+	var out []Rule
+	for _, s := range []string{streams.SessionsStream, streams.ClaimsStream, kvStream(streams.QuestionsBucket), kvStream(streams.RootsBucket)} {
+		out = append(out, Rule{jsAPI + "CONSUMER.LIST." + s, why})
+	}
+	return append(out, Rule{jsAPI + "CONSUMER.DELETE." + kvStream(streams.QuestionsBucket) + ".*", "end a consumer of the projection that would outlive its reader, once idle past --consumer-idle"})
+}
+
 // sharedDurables are the durable consumers on SESSIONS that the processes
 // of one role share, by the role that owns them.
 var sharedDurables = map[string]Role{
@@ -280,6 +291,7 @@ func worker() Permissions {
 				{jsAPI + "CONSUMER.LIST." + streams.ClaimsStream, "list claims and leases after a reconnect (reconcile)"},
 				{streams.ClaimFramePrefix + ".>", "send a claim its frames: remaining time, closed (W2)"},
 			},
+			sweepConsumers("end the consumers that would outlive their readers once idle past --consumer-idle (a durable no role shares, a long inactive threshold): list them"),
 			[]Rule{
 				lookupLeases("look callers', roots' and claims' leases up"),
 				{streams.AllAsks, "send waterfall requests to the Session's answerers (W1)"},
@@ -380,7 +392,7 @@ func agent() Permissions {
 			},
 		),
 		DenyPub: workerDurables(),
-		Replies: "it answers resume and discard requests at once, whoever sent them",
+		Replies: "it answers resume and discard requests at once, only those sent from the inbox of a role that may send them (auth.CheckOrigin: a worker's resume, a gateway's discard), never a stored message replayed there nor a request replying to anything but an inbox",
 	}
 }
 

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/projection"
 )
 
 // The question scenarios of issue 5's "Must show", each in a real browser
@@ -430,6 +433,56 @@ func browserJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+func TestBrowserAReplyNoAgentHasReadShowsQueued(t *testing.T) {
+	// D7, D8, issue 24: the agent stopped after its question went pending, so the late reply
+	// is stored and no runtime reads it: the projection shows the call continued, the service's
+	// view shows the reply queued, and so does the row, also after a reload. A pool member then
+	// resumes the Session and admits it.
+	const sid = "s-stored"
+	w := newBrowserWorld(t, strings.Join([]string{browserAskDB(2), browserSayMovedOn, browserOnLateAnswer}, "\n"))
+	p := w.open(sid, "user", false)
+	ctx, stop := context.WithCancel(w.ctx)
+	w.start(ctx, sid, "Set up the service")
+	p.waitFor("the late-answer channel", browserQuery(browserCard+`[data-channel="rpc"]`)+` !== null`)
+	w.AwaitCount(sid, events.TypeTurnEnd, 1)
+	stop()
+	roots := liveroot.New(w.env.Topology.Roots)
+	require.Eventually(t, func() bool {
+		_, live, err := roots.Lookup(w.ctx, sid)
+		return err == nil && !live
+	}, agentPatience, 10*time.Millisecond, "the stopped agent released the Session")
+
+	p.click(browserCard + ` .option:nth-of-type(2)`) // SQLite
+	p.click(browserCard + ` .submit`)
+	p.waitFor("the panel to close", browserQuery(browserCard)+` === null`)
+	viewQueued := func(state string) {
+		p.waitFor("the queued row", browserQuery(`.question-row[data-state="queued"] .action-view-answers`)+` !== null`)
+		p.click(`.question-row .action-view-answers`)
+		p.waitFor("the submitted answers", browserText(`.question-row .answers`)+`?.includes("SQLite")`)
+		p.shot(state)
+	}
+	viewQueued("stored-queued")
+	for _, e := range w.Events(sid) {
+		if m, ok := e.Body.(*events.InboxSpliced); ok {
+			require.False(t, m.Message.Source.IsQuestionReply(), "an agent read the reply")
+		}
+	}
+	require.Equal(t, projection.Continued, w.projected(sid).Active[0].Status, "the projection shows no reply")
+
+	p.do(chromedp.Reload())
+	p.waitFor("the page to reconnect", browserLive)
+	viewQueued("stored-queued-after-reload")
+
+	rt := w.runtime("runtime-pool")
+	t.Cleanup(rt.Close)
+	leave, err := rt.ServePool(w.ctx)
+	require.NoError(t, err)
+	t.Cleanup(leave)
+	p.waitFor("the reply node", browserExpandAll(`document.querySelectorAll(".row.reply").length === 1`))
+	p.waitFor("the answered row", browserExpandAll(browserText(`.question-row .state-label`)+` === "1/1 answered"`))
+	p.shot("stored-admitted")
 }
 
 func TestBrowserPlanReviewApprovesAndAnUnkeyedCardDismissedIsCancelled(t *testing.T) {

@@ -142,8 +142,11 @@ var confRows = []string{
 	"runtime SIGKILLed mid-wait: the wait ends, a pool member resumes (D7)",
 	"interrupted call repaired, the queued reply admitted (D3, D8)",
 	"worker SIGKILLed mid-wait: pending within the release bound (W7)",
+	confOriginRow,
 	confFoldRow,
 }
+
+const confOriginRow = "forged discard and resume requests refused, nothing changes (issue 24)"
 
 const confFoldRow = "every scenario: projection = fold of the log, holdover check passes, NATS refused the runtime nothing"
 

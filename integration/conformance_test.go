@@ -2,19 +2,24 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/bridge"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
+	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 )
 
@@ -305,6 +310,84 @@ func TestConformanceWorkerKilledMidWait(t *testing.T) {
 			w.turnEnded(t, confSession)
 			require.Equal(t, projection.Continued, projected(t, w, confSession).Active[0].Status)
 		})
+		w.finish()
+	})
+}
+
+// The indirect attacks on a runtime (auth's TestIndirectDenials has the
+// same rows against the Go runtime in process): while the agent is busy
+// with a user's message queued behind its model request, a gateway sends
+// a discard request for it replying into another Session's reply subject
+// (the agent's answer would be stored there), an agent replays a stored
+// discard request onto the Session's discard subject by direct get, and
+// an operator replays a stored message naming another Session onto the
+// resume subject. The runtime refuses all three unanswered, and nothing
+// changes: no reply stored, the other Session not taken, and the queued
+// message admitted at the next step.
+func TestConformanceForgedRequestsRefused(t *testing.T) {
+	t.Parallel()
+	confScenario(t, func(t *testing.T, w *confWorld) {
+		if w.rt.host {
+			confNotApplicable(w.rt, confOriginRow) // a host answers no discard or resume request
+			t.Skip("a host runtime answers no discard or resume request")
+		}
+		working := newGate()
+		w.model.set(func(r *chatRequest) chatReply {
+			working.pass()
+			return chatReply{text: "Done."}
+		})
+		runner := w.session(confSession, "--pool")
+		w.joined(runner)
+		working.await(t, "the first model request")
+		const other, queued = "conf-other", "conf-queued"
+		_, err := runtime.Steer(w.ctx, w.env.JS, confSession, queued, "Use SQLite after all.")
+		require.NoError(t, err)
+		confRow(t, w.rt, confOriginRow, func(t *testing.T) {
+			w.logs(t).Await(confSession, "the splice of the queued message", func(evts []events.Event) bool { return spliced(evts, queued) })
+			discardSubject, err := runtime.DiscardSubject(confSession)
+			require.NoError(t, err)
+			into, err := streams.ReplySubject(other, "call_1")
+			require.NoError(t, err)
+			// What the agent stored in a Session of its own to replay: a
+			// discard request, and a message naming the other Session.
+			attacker, attackerJS := w.env.As(t, auth.Agent)
+			stored := func(body string) uint64 {
+				subject, err := streams.EventsSubject("conf-attacker")
+				require.NoError(t, err)
+				ack, err := attackerJS.Publish(w.ctx, subject, []byte(body))
+				require.NoError(t, err)
+				return ack.Sequence
+			}
+			discardAt := stored(fmt.Sprintf(`{"messageId":%q,"reason":"taken back"}`, queued))
+			resumeAt := stored(fmt.Sprintf(`{"session":%q}`, other))
+			require.NoError(t, w.gateway.PublishRequest(discardSubject, into, fmt.Appendf(nil, `{"session":%q,"messageId":%q}`, confSession, queued)))
+			require.NoError(t, attacker.PublishRequest("$JS.API.DIRECT.GET."+streams.SessionsStream, discardSubject, fmt.Appendf(nil, `{"seq":%d}`, discardAt)))
+			operator, _ := w.env.As(t, auth.Operator)
+			require.NoError(t, operator.PublishRequest("$JS.API.DIRECT.GET."+streams.SessionsStream, streams.ResumeSubject, fmt.Appendf(nil, `{"seq":%d}`, resumeAt)))
+			require.Eventually(t, func() bool { return strings.Count(runner.log(), "request refused for its origin") == 3 },
+				confPatience, 10*time.Millisecond, "the runtime refused three requests:\n%s", runner.log())
+
+			_, err = w.env.Topology.Sessions.GetLastMsgForSubject(w.ctx, into)
+			require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "the agent answered into another Session's reply subject")
+			rec, _, err := w.roots.Lookup(w.ctx, other)
+			require.NoError(t, err)
+			require.Zero(t, rec.Epoch, "the pool took %s over", other)
+			working.release()
+			evts := w.logs(t).Await(confSession, "the admission of the queued message", func(evts []events.Event) bool {
+				for _, e := range evts {
+					if m, ok := e.Body.(*events.UserMessage); ok && m.Message.ID == queued {
+						return true
+					}
+				}
+				return false
+			})
+			for _, e := range evts {
+				if d, ok := e.Body.(*events.InboxDiscarded); ok {
+					require.NotEqual(t, queued, d.MessageID, "the queued message was discarded")
+				}
+			}
+		})
+		working.release()
 		w.finish()
 	})
 }

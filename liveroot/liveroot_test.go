@@ -3,15 +3,19 @@ package liveroot_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -19,6 +23,8 @@ func registry(t *testing.T) (*liveroot.Registry, *embeddedtest.Env) {
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	return liveroot.New(env.Topology.Roots), env
 }
+
+func origins() *ops.Origins { return ops.NewOrigins(ops.NewMetrics(), slog.New(slog.DiscardHandler)) }
 
 func ref(instance string, epoch uint64) holdover.AgentRef {
 	return holdover.AgentRef{Instance: instance, Epoch: epoch}
@@ -161,7 +167,7 @@ func TestD7ResumeRequestReachesOneRuntime(t *testing.T) {
 	var mu sync.Mutex
 	took := map[string]int{}
 	for _, name := range []string{"runtime-a", "runtime-b"} {
-		sub, err := liveroot.ServeResume(ctx, env.Conn, func(ctx context.Context, sid string) (string, error) {
+		sub, err := liveroot.ServeResume(ctx, env.Conn, origins(), func(ctx context.Context, sid string) (string, error) {
 			mu.Lock()
 			took[name]++
 			mu.Unlock()
@@ -196,7 +202,7 @@ func TestD7ResumeErrorsKeepTheirCode(t *testing.T) {
 	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
 	require.ErrorContains(t, err, streams.ResumeSubject, "no runtime listening names the subject")
 
-	sub, err := liveroot.ServeResume(ctx, env.Conn, func(context.Context, string) (string, error) {
+	sub, err := liveroot.ServeResume(ctx, env.Conn, origins(), func(context.Context, string) (string, error) {
 		return "", holdover.New(holdover.CodeConflict, "session is being resumed elsewhere")
 	})
 	require.NoError(t, err)
@@ -226,4 +232,47 @@ func TestRegistryErrorsKeepTheContextsEnd(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = liveroot.RequestResume(ctx, env.Conn, "s1")
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// A resume request takes a Session only when a process sent it from its
+// own inbox, as the worker does: one without a reply (a stored message a
+// direct get replayed), one replying to another service's subject or into
+// a stream's, and one from the inbox of a role that may not send it (an
+// agent's) take nothing and get no reply, and each is counted.
+func TestD7ResumeRefusesRequestsFromElsewhere(t *testing.T) {
+	_, env := registry(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := ops.NewMetrics()
+	var took []string
+	var mu sync.Mutex
+	sub, err := liveroot.ServeResume(ctx, env.Conn, ops.NewOrigins(m, slog.New(slog.DiscardHandler)), func(_ context.Context, sid string) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		took = append(took, sid)
+		return "runtime-a", nil
+	})
+	require.NoError(t, err)
+	defer func() { _ = sub.Unsubscribe() }()
+	spy, err := env.Conn.SubscribeSync("holdover.session.s2.>")
+	require.NoError(t, err)
+
+	body := []byte(`{"session":"s2"}`)
+	for _, reply := range []string{"", "holdover.q.view", "holdover.session.s2.inbox.call_1", "_INBOX.agent.abc.1"} {
+		require.NoError(t, env.Conn.PublishMsg(&nats.Msg{Subject: streams.ResumeSubject, Reply: reply, Data: body}))
+	}
+	require.Eventually(t, func() bool {
+		var c dto.Metric
+		require.NoError(t, m.RefusedOrigin.WithLabelValues(liveroot.ResumeEndpoint).Write(&c))
+		return c.GetCounter().GetValue() == 4
+	}, 10*time.Second, 10*time.Millisecond)
+
+	instance, err := liveroot.RequestResume(ctx, env.Conn, "s3")
+	require.NoError(t, err, "a request from an inbox is served")
+	require.Equal(t, "runtime-a", instance)
+	mu.Lock()
+	require.Equal(t, []string{"s3"}, took, "no refused request took a Session")
+	mu.Unlock()
+	_, err = spy.NextMsg(100 * time.Millisecond)
+	require.ErrorIs(t, err, nats.ErrTimeout, "no reply went to the stream's subject")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -59,17 +60,24 @@ func RequestResume(ctx context.Context, nc *nats.Conn, sid string) (string, erro
 // back as a live root (registering it) and return its instance id.
 type Resumer func(ctx context.Context, sid string) (instance string, err error)
 
+// ResumeEndpoint names resume requests in the count of requests refused
+// for their origin (ops.Origins).
+const ResumeEndpoint = "resume"
+
 // ServeResume subscribes resume to the pool's resume requests in the
 // ResumeQueue group. Each request runs on its own goroutine with ctx; a
-// malformed request or a bad Session id is answered with BAD_REQUEST.
+// malformed request or a bad Session id is answered with BAD_REQUEST. A
+// request origins refuses (one a role other than the worker's sent, or a
+// stored message that JetStream replayed onto the subject, with no reply
+// or $JS.ACK's) takes no Session and gets no reply.
 // Unsubscribe the returned subscription to leave the pool.
-func ServeResume(ctx context.Context, nc *nats.Conn, resume Resumer) (*nats.Subscription, error) {
+func ServeResume(ctx context.Context, nc *nats.Conn, origins *ops.Origins, resume Resumer) (*nats.Subscription, error) {
 	sub, err := nc.QueueSubscribe(streams.ResumeSubject, ResumeQueue, func(m *nats.Msg) {
+		if !origins.Admit(ResumeEndpoint, m) {
+			return
+		}
 		go func() {
 			reply := serveResume(ctx, m.Data, resume)
-			if m.Reply == "" {
-				return
-			}
 			data, _ := json.Marshal(reply) // strings and a code only
 			_ = m.Respond(data)            // the requester times out if this is lost
 		}()

@@ -40,6 +40,9 @@ type Metrics struct {
 	// EventsRejected counts Session events the question fold could not use,
 	// by event type (known types, else "unknown") and reason.
 	EventsRejected *prometheus.CounterVec
+	// RefusedOrigin counts requests refused for their origin, by endpoint
+	// ([Origins]).
+	RefusedOrigin *prometheus.CounterVec
 }
 
 // NewMetrics returns the process's collectors on a fresh registry that
@@ -57,6 +60,7 @@ func NewMetrics() *Metrics {
 	m.KVConflicts = all.CounterVec("kv_write_conflicts_total", "KV compare-and-set writes that lost to a concurrent writer.", "bucket")
 	m.Errors = all.CounterVec("errors_total", "Failures and passed-over input, by component and stable error code.", "component", "code")
 	m.EventsRejected = all.CounterVec("events_rejected_total", "Session events the question fold could not use, by event type and reason (undecodable, invalid_body, tool_schema_key, invalid_arguments); and, under type askTimed, the timed waits ended unanswered for a call the log does not track, by reason (no_log: went pending, logged at info; no_call, invalid_arguments, legacy_header, call_ended: refused UNTRACKED_CALL instead of pending).", "type", "reason")
+	m.RefusedOrigin = all.CounterVec("requests_refused_origin_total", "Requests refused for their origin, by endpoint: the worker's service endpoints, its waits' abort and status and its discovery (PING, INFO, STATS); an agent runtime's resume and discard. Each was a stored message that a JetStream consumer or direct get replayed there, a request replying to anything but an inbox, or one from a role that may not send it (docs/permissions.md, \"Indirect paths\"). Nothing changed and no reply was sent.", "endpoint")
 	return m
 }
 

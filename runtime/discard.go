@@ -61,13 +61,24 @@ func Discard(ctx context.Context, nc *nats.Conn, sid, messageID, reason string) 
 	return nil
 }
 
-// serveDiscard answers discard requests for the agent's Session.
+// DiscardEndpoint names discard requests in the count of requests
+// refused for their origin (ops.Origins).
+const DiscardEndpoint = "discard"
+
+// serveDiscard answers discard requests for the agent's Session. A
+// request whose origin the runtime refuses (a role that may not send it,
+// a stored message JetStream replayed onto the subject, or a reply
+// subject that is not an inbox, where the agent's answer would land in a
+// stream) discards nothing and gets no reply.
 func (a *Agent) serveDiscard(ctx context.Context) (*nats.Subscription, error) {
 	subject, err := DiscardSubject(a.sid)
 	if err != nil {
 		return nil, err
 	}
 	sub, err := a.rt.nc.Subscribe(subject, func(m *nats.Msg) {
+		if !a.rt.origins.Admit(DiscardEndpoint, m) {
+			return
+		}
 		var req DiscardRequest
 		err := json.Unmarshal(m.Data, &req)
 		switch {

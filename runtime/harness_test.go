@@ -9,11 +9,14 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
@@ -39,6 +42,7 @@ type harness struct {
 	client            *caller.Client
 	rt                *runtime.Runtime
 	service           *worker.Worker
+	metrics           *ops.Metrics // the runtime's
 	agents            sync.WaitGroup
 }
 
@@ -53,8 +57,9 @@ func start(t testing.TB, script string, opts ...option) *harness {
 	h := &harness{
 		t: t, ctx: ctx, env: env,
 		clock: clockwork.NewFakeClock(), waits: clockwork.NewFakeClock(),
-		log:    sessionlog.New(env.JS, env.Topology.Sessions),
-		client: newCaller(t, env.Conn),
+		log:     sessionlog.New(env.JS, env.Topology.Sessions),
+		client:  newCaller(t, env.Conn),
+		metrics: ops.NewMetrics(),
 	}
 	h.Logs = runtimetest.NewLogs(t, ctx, h.log, patience)
 	t.Cleanup(h.client.Close)
@@ -69,7 +74,7 @@ func start(t testing.TB, script string, opts ...option) *harness {
 	h.model = &runtimetest.Spy{Model: s.Model()}
 	cfg := runtime.Config{
 		Conn: env.Conn, Model: h.model, ChildModel: s.Child(), Questions: h.client,
-		Clock: h.clock, Logger: quiet(), Instance: "test-runtime",
+		Clock: h.clock, Logger: quiet(), Instance: "test-runtime", Metrics: h.metrics,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -146,4 +151,12 @@ func newCaller(t testing.TB, nc *nats.Conn) *caller.Client {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
+}
+
+// counter reads the count of c under label.
+func counter(t testing.TB, c *prometheus.CounterVec, label string) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.WithLabelValues(label).Write(&m))
+	return m.GetCounter().GetValue()
 }

@@ -2,9 +2,11 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
@@ -26,13 +28,27 @@ func TestDiscardDropsAQueuedMessage(t *testing.T) {
 	queued := h.steer("s1", "never mind")
 	h.AwaitCount("s1", events.TypeInboxSpliced, 2)
 
+	// The same request, replayed by JetStream (no reply) or replying into
+	// a stream (another Session's reply subject), is refused unanswered
+	// and discards nothing: the request from an inbox that follows does.
+	subject, err := runtime.DiscardSubject("s1")
+	require.NoError(t, err)
+	spy, err := h.env.Conn.SubscribeSync("holdover.session.s2.inbox.call_1")
+	require.NoError(t, err)
+	req := fmt.Appendf(nil, `{"messageId":%q}`, queued)
+	require.NoError(t, h.env.Conn.Publish(subject, req))
+	require.NoError(t, h.env.Conn.PublishRequest(subject, "holdover.session.s2.inbox.call_1", req))
+	require.Eventually(t, func() bool { return counter(t, h.metrics.RefusedOrigin, runtime.DiscardEndpoint) == 2 }, patience, 10*time.Millisecond)
+	_, err = spy.NextMsg(100 * time.Millisecond)
+	require.ErrorIs(t, err, nats.ErrTimeout, "the agent answered into a stream's subject")
+
 	require.NoError(t, runtime.Discard(h.ctx, h.env.Conn, "s1", queued, "the user took it back"))
 	evts := h.Events("s1")
 	discarded := runtimetest.Last[*events.InboxDiscarded](t, evts)
 	require.Equal(t, queued, discarded.MessageID)
 	require.Equal(t, "the user took it back", discarded.Reason)
 
-	err := runtime.Discard(h.ctx, h.env.Conn, "s1", queued, "")
+	err = runtime.Discard(h.ctx, h.env.Conn, "s1", queued, "")
 	require.Equal(t, holdover.CodeConflict, holdover.CodeOf(err), "a message is discarded once")
 	err = runtime.Discard(h.ctx, h.env.Conn, "s1", "no-such-message", "")
 	require.Equal(t, holdover.CodeNotFound, holdover.CodeOf(err))

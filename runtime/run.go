@@ -59,6 +59,9 @@ type Config struct {
 	Clock clockwork.Clock
 	// Logger receives the runtime's logs; nil is slog.Default().
 	Logger *slog.Logger
+	// Metrics receives the runtime's collectors (the resume and discard
+	// requests it refused for their origin); nil keeps them private.
+	Metrics *ops.Metrics
 
 	// Session and Prompt are for Run: the Session to serve, and the user
 	// message that starts a Session whose log is empty.
@@ -78,6 +81,7 @@ type Runtime struct {
 	roots      *liveroot.Registry
 	clock      clockwork.Clock
 	log        *slog.Logger
+	origins    *ops.Origins // admits resume and discard requests (auth.CheckOrigin)
 	instance   string
 	tools      *toolset
 	childTools *toolset
@@ -136,6 +140,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rt.log = slog.Default()
 	}
 	rt.log = rt.log.With("instance", rt.instance)
+	if cfg.Metrics == nil {
+		cfg.Metrics = ops.NewMetrics()
+	}
+	rt.origins = ops.NewOrigins(cfg.Metrics, rt.log)
 	var err error
 	if rt.js, err = jetstream.New(cfg.Conn); err != nil {
 		return nil, holdover.Wrap(err, holdover.CodeInternal, "open JetStream")
@@ -354,7 +362,7 @@ func (rt *Runtime) forget(sid string, s *started) {
 // live root (D7) and runs that Session until ctx ends. It returns once this
 // instance is listening.
 func (rt *Runtime) ServePool(ctx context.Context) (stop func(), err error) {
-	sub, err := liveroot.ServeResume(ctx, rt.nc, func(ctx context.Context, sid string) (string, error) {
+	sub, err := liveroot.ServeResume(ctx, rt.nc, rt.origins, func(ctx context.Context, sid string) (string, error) {
 		if _, err := rt.Start(ctx, sid); err != nil {
 			return "", err
 		}

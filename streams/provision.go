@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,8 +22,15 @@ type Config struct {
 	// Memory keeps streams and buckets in memory instead of files (tests).
 	Memory bool
 	// MaxConsumers bounds consumers per stream; claims are consumers, so it
-	// must allow the number of concurrent claims. 0 leaves the server default.
+	// must allow the number of concurrent claims. 0 leaves the account's
+	// bound (holdover auth init --max-consumers), or the server's default.
 	MaxConsumers int
+	// Durables names durable consumers on SESSIONS that an admin keeps
+	// besides the shared ones (SharedDurables): a notifier's --durable,
+	// say. The worker deletes any other durable there once it has been
+	// idle for its bound (package worker, "consumers that outlive their
+	// readers"). They are kept in the stream's metadata (DurablesMetadata).
+	Durables []string
 	// DuplicateWindow is how long a message id makes a retried publish a
 	// no-op. 0 means 10 minutes.
 	DuplicateWindow time.Duration
@@ -87,11 +96,32 @@ func (c Config) StreamConfigs() []jetstream.StreamConfig {
 	claims := base(ClaimsStream, "Holdover Client claims and liveness leases: ephemeral consumers and the frames sent into them", ClaimPrefix+".>")
 	claims.MaxAge = c.claimFrameAge()
 	claims.Duplicates = min(claims.Duplicates, claims.MaxAge) // JetStream refuses a window beyond MaxAge
-	return []jetstream.StreamConfig{
-		base(SessionsStream, "Holdover Sessions: the log of each, its durable steered messages and its late replies per call",
-			SessionSubjects...),
-		claims,
+	sessions := base(SessionsStream, "Holdover Sessions: the log of each, its durable steered messages and its late replies per call",
+		SessionSubjects...)
+	if len(c.Durables) > 0 {
+		names := slices.Sorted(slices.Values(c.Durables))
+		sessions.Metadata = map[string]string{DurablesMetadata: strings.Join(slices.Compact(names), ",")}
 	}
+	return []jetstream.StreamConfig{sessions, claims}
+}
+
+// DurablesMetadata is the key of SESSIONS' metadata that lists, comma
+// separated, the durable consumers an admin keeps besides the shared ones
+// (Config.Durables).
+const DurablesMetadata = "holdover.durables"
+
+// KeptDurables are the durable consumers on SESSIONS that live while
+// nobody reads them: the shared ones (ProjectionDurable, RepliesDurable,
+// NotifyDurable) and those the stream's metadata declares (cfg is SESSIONS'
+// configuration as the server reports it).
+func KeptDurables(cfg jetstream.StreamConfig) map[string]bool {
+	kept := map[string]bool{ProjectionDurable: true, RepliesDurable: true, NotifyDurable: true}
+	if declared := cfg.Metadata[DurablesMetadata]; declared != "" {
+		for _, name := range strings.Split(declared, ",") {
+			kept[name] = true
+		}
+	}
+	return kept
 }
 
 // BucketConfigs returns the desired KV bucket configurations.

@@ -31,6 +31,19 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	info, err := env.Topology.Sessions.Info(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 5000, info.Config.MaxConsumers)
+
+	// The durables an admin keeps are the stream's to tell every worker;
+	// a provision without them no longer keeps them.
+	_, err = streams.Provision(ctx, env.JS, streams.Config{Durables: []string{"replay", "audit", "replay"}})
+	require.NoError(t, err)
+	info, err = env.Topology.Sessions.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"projection": true, "replies": true, "notify": true, "replay": true, "audit": true}, streams.KeptDurables(info.Config))
+	_, err = streams.Provision(ctx, env.JS, streams.Config{})
+	require.NoError(t, err)
+	info, err = env.Topology.Sessions.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"projection": true, "replies": true, "notify": true}, streams.KeptDurables(info.Config))
 }
 
 // oldTopology makes the SESSIONS and INBOX streams of a version that kept

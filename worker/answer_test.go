@@ -265,7 +265,7 @@ func (r *durableRig) servePool(t *testing.T) <-chan string {
 	l, err := liveroot.HoldLease(context.Background(), r.env.Conn, r.env.JS, "runtime-new", lease.MinReleaseBound)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.End(context.Background()) })
-	sub, err := liveroot.ServeResume(context.Background(), r.env.Conn, func(ctx context.Context, sid string) (string, error) {
+	sub, err := liveroot.ServeResume(context.Background(), r.env.Conn, ops.NewOrigins(ops.NewMetrics(), slog.New(slog.DiscardHandler)), func(ctx context.Context, sid string) (string, error) {
 		_, err := r.svc.Roots().Register(ctx, sid, "runtime-new")
 		resumed <- sid
 		return "runtime-new", err
@@ -419,7 +419,7 @@ func TestD7AnswerToAnInterruptedCallResumesItOrSaysNoAgent(t *testing.T) {
 	l, err := liveroot.HoldLease(ctx, r.env.Conn, r.env.JS, "runtime-new", lease.MinReleaseBound)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.End(context.Background()) })
-	sub, err := liveroot.ServeResume(ctx, r.env.Conn, func(ctx context.Context, sid string) (string, error) {
+	sub, err := liveroot.ServeResume(ctx, r.env.Conn, ops.NewOrigins(ops.NewMetrics(), slog.New(slog.DiscardHandler)), func(ctx context.Context, sid string) (string, error) {
 		if _, err := r.svc.Roots().Register(ctx, sid, "runtime-new"); err != nil {
 			return "", err
 		}

@@ -528,7 +528,7 @@ func (f *foregroundHalf) route(requestID string, m *nats.Msg) {
 
 // onAbort ends a wait whose caller stopped waiting (W5: ASK_ABORTED).
 func (f *foregroundHalf) onAbort(m *nats.Msg) {
-	if !f.worker.fromSender(userquestions.VerbAbort, m) {
+	if !f.worker.origins.Admit(userquestions.VerbAbort, m) {
 		return
 	}
 	if w, ok := f.reg.ByRequest(string(m.Data)); ok {
@@ -545,7 +545,7 @@ func (f *foregroundHalf) onAbort(m *nats.Msg) {
 // the deadline a live wait is held by Clients' claims, and their holders
 // are asked whether they are alive (checkClaims).
 func (f *foregroundHalf) onStatus(m *nats.Msg) {
-	if !f.worker.fromSender(userquestions.VerbStatus, m) {
+	if !f.worker.origins.Admit(userquestions.VerbStatus, m) {
 		return
 	}
 	w, live := f.reg.ByRequest(string(m.Data))

@@ -21,10 +21,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdover-dev/holdover"
-	"github.com/holdover-dev/holdover/auth"
 	leases "github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
@@ -77,6 +75,13 @@ type Config struct {
 	// ReconcileEvery is the slow safety-net interval of claim
 	// reconciliation; 0 means DefaultReconcileEvery, negative never.
 	ReconcileEvery time.Duration
+	// ConsumerIdle is how long a consumer on the topology's streams that
+	// the server would not end soon after its last use may stay idle
+	// before the worker deletes it (sweep.go); 0 means
+	// DefaultConsumerIdle, negative never. SweepEvery is how often the
+	// worker looks; 0 means DefaultSweepEvery.
+	ConsumerIdle time.Duration
+	SweepEvery   time.Duration
 	// Views is the projection store the process's projection worker
 	// writes through, so late answers check the Views it wrote without
 	// reading them back (projection.NewStore); nil reads them from the
@@ -104,6 +109,12 @@ func (c Config) withDefaults() Config {
 	c.ReleaseBound = leases.Bound(c.ReleaseBound)
 	if c.ReconcileEvery == 0 {
 		c.ReconcileEvery = DefaultReconcileEvery
+	}
+	if c.ConsumerIdle == 0 {
+		c.ConsumerIdle = DefaultConsumerIdle
+	}
+	if c.SweepEvery <= 0 {
+		c.SweepEvery = DefaultSweepEvery
 	}
 	return c
 }
@@ -145,8 +156,8 @@ type Worker struct {
 	open    bool
 	handled sync.WaitGroup
 
-	// forged counts the requests refused for their origin (auth.CheckOrigin).
-	forged *prometheus.CounterVec
+	// origins admits requests by their origin (auth.CheckOrigin).
+	origins *ops.Origins
 }
 
 // part is one share of the service: the durable half (late answers, the
@@ -209,12 +220,9 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 	if w.views == nil {
 		w.views = projection.NewStore(js, top.Sessions, top.Questions)
 	}
-	w.svc = newAnnouncement(nc, w.fromSender)
-	w.forged = counterVec(w.metrics(), prometheus.CounterOpts{
-		Name: "holdover_requests_refused_origin_total",
-		Help: "Requests to the service (and the worker's abort and status subjects, and its discovery: PING, INFO, STATS) refused for their origin, by endpoint: a stored message that a JetStream consumer or direct get replayed there, or a request from a role that may not send it (docs/permissions.md, \"Indirect paths\"). Nothing changed and no reply was sent.",
-	}, "endpoint")
-	w.parts = []part{newDurable(w), newForeground(w)}
+	w.origins = ops.NewOrigins(w.metrics(), w.log)
+	w.svc = newAnnouncement(nc, w.origins.Admit)
+	w.parts = []part{newDurable(w), newForeground(w), newSweep(w)}
 	return w
 }
 
@@ -295,7 +303,7 @@ func (w *Worker) setOpen(open bool) {
 // by a request.
 func (w *Worker) handler(ep endpoint) nats.MsgHandler {
 	return func(m *nats.Msg) {
-		if !w.fromSender(ep.name, m) {
+		if !w.origins.Admit(ep.name, m) {
 			return
 		}
 		req := &request{op: ep.name, subject: m.Subject, reply: m.Reply, header: m.Header, data: m.Data, received: time.Now()}
@@ -319,20 +327,6 @@ func (w *Worker) handler(ep endpoint) nats.MsgHandler {
 			w.serve(ep, req)
 		})
 	}
-}
-
-// fromSender reports whether m, a request to what, was sent by a process
-// of a role that may send it (auth.CheckOrigin). It counts and logs a
-// refusal; a refused request changes nothing and gets no reply: its reply
-// subject, if any, is JetStream's or the attacker's choice.
-func (w *Worker) fromSender(what string, m *nats.Msg) bool {
-	err := auth.CheckOrigin(m.Subject, m.Reply)
-	if err == nil {
-		return true
-	}
-	w.forged.WithLabelValues(what).Inc()
-	w.log.Warn("request refused for its origin", "endpoint", what, "subject", m.Subject, "reply", m.Reply, ops.Err(err))
-	return false
 }
 
 // refuse answers a request that arrived while the service stops, so the

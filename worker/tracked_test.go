@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"os"
 	"testing"
 	"time"
@@ -124,18 +125,25 @@ func TestAskTimedRefusesACallTheLogDoesNotTrack_W9(t *testing.T) {
 // rejected reads holdover_events_rejected_total{type, reason}.
 func rejected(t *testing.T, m *ops.Metrics, typ, reason string) float64 {
 	t.Helper()
+	return counted(t, m, "holdover_events_rejected_total", map[string]string{"type": typ, "reason": reason})
+}
+
+// counted reads the counter name of m under labels, 0 when it has not
+// counted yet.
+func counted(t *testing.T, m *ops.Metrics, name string, labels map[string]string) float64 {
+	t.Helper()
 	families, err := m.Registry.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
-		if f.GetName() != "holdover_events_rejected_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, s := range f.GetMetric() {
-			labels := map[string]string{}
+			have := map[string]string{}
 			for _, l := range s.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+				have[l.GetName()] = l.GetValue()
 			}
-			if labels["type"] == typ && labels["reason"] == reason {
+			if maps.Equal(have, labels) {
 				return s.GetCounter().GetValue()
 			}
 		}

@@ -24,6 +24,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logCfg  ops.LogConfig
 		cfg     agentproc.Config
 		script  string
+		metrics string
 	)
 	cfg.OpenAI = openai.FromEnv(os.Getenv)
 	fs := newFlags("agent", "", agentSummary, stderr)
@@ -41,6 +42,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.System, "system", "", "system prompt")
 	fs.DurationVar(&cfg.ReleaseBound, "release-bound", lease.DefaultReleaseBound,
 		"how long the root lease outlives this process's connection: how soon an answer resumes its Sessions elsewhere after it dies (D7)")
+	fs.StringVar(&metrics, "metrics-addr", "", "address of /metrics and /healthz (the resume and discard requests refused for their origin); empty serves none")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -72,9 +74,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer pc.Close()
 		cfg.PromptConn = pc
 	}
+	cfg.Metrics = ops.NewMetrics()
 	agent, err := agentproc.Component(nc, cfg)
 	if err != nil {
 		return err
 	}
-	return ops.Run(ctx, logger, agent)
+	components := []ops.Component{agent}
+	if metrics != "" {
+		components = append(components, ops.HTTPServer("metrics", metrics, ops.Handler(cfg.Metrics, ops.NATSConnected(nc)), logger))
+	}
+	return ops.Run(ctx, logger, components...)
 }

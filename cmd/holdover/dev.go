@@ -143,7 +143,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer agentConn.Close()
 		agent, err := agentproc.Component(agentConn, agentproc.Config{
 			Session: demoSession, Prompt: demoPrompt, PromptConn: admin, Pool: true, Script: demoScript,
-			Ask: askuser.Config{Mode: askuser.ModeTimed}, Logger: logger,
+			Ask: askuser.Config{Mode: askuser.ModeTimed}, Logger: logger, Metrics: metrics,
 		})
 		if err != nil {
 			return err

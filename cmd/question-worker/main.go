@@ -19,6 +19,7 @@ import (
 	"github.com/holdover-dev/holdover/cmd/internal/questionworker"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/userquestions"
+	"github.com/holdover-dev/holdover/worker"
 )
 
 func main() {
@@ -36,6 +37,8 @@ func main() {
 	provision := fs.Bool("provision", true, "provision the topology at start (needs admin credentials; with worker credentials run `holdover provision` and pass --provision=false)")
 	fs.DurationVar(&cfg.Service.ReleaseBound, "release-bound", userquestions.DefaultReleaseBound,
 		"how long after a Client, agent or worker disappears its claims and waits are released (at least 1s)")
+	fs.DurationVar(&cfg.Service.ConsumerIdle, "consumer-idle", worker.DefaultConsumerIdle,
+		"how long a consumer the server would not end soon after its last use (a durable no role shares, a long inactive threshold) may stay idle before the worker deletes it; negative never")
 	_ = fs.Parse(os.Args[1:])
 
 	logger, err := logCfg.Logger(os.Stderr)

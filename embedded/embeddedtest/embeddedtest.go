@@ -34,10 +34,16 @@ type Env struct {
 // connects with As, on its own role's credentials.
 func StartSecure(t testing.TB, cfg streams.Config, tenants ...string) *Env {
 	t.Helper()
+	return StartSecureWith(t, cfg, auth.Limits{}, tenants...)
+}
+
+// StartSecureWith is StartSecure with limits on every tenant's account.
+func StartSecureWith(t testing.TB, cfg streams.Config, limits auth.Limits, tenants ...string) *Env {
+	t.Helper()
 	if len(tenants) == 0 {
 		tenants = []string{auth.DefaultTenant}
 	}
-	setup, err := auth.Init(t.TempDir(), tenants...)
+	setup, err := auth.InitWith(t.TempDir(), limits, tenants...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import { questionRequestEvent } from "./protocol/frames";
 import { DraftStore, QuestionCards, systemClock, type QuestionsTransport } from "./questions";
 import { App } from "./ui/App";
 import { AttentionControls } from "./ui/AttentionControls";
-import { RemoteError } from "./wire";
+import { StoredReplies } from "./app/stored";
+import { Codes, codeOf, RemoteError, type View } from "./wire";
 
 const tokenKey = "holdover.token";
 
@@ -43,6 +44,16 @@ function notConnected(): Promise<never> {
   return Promise.reject(new RemoteError({ code: unavailable, message: "not connected to the gateway" }));
 }
 
+// A reply stored and not yet read by an agent shows queued (stored.ts):
+// each watched Session's view goes through it to the directory and cards.
+const stored = new StoredReplies(
+  (session) => (connection ? connection.view(session) : notConnected()),
+  (session) => {
+    const view = stored.current(session);
+    if (view) showView(session, view);
+  },
+);
+
 // The cards outlive connections: this transport uses whichever one is current.
 const transport: QuestionsTransport = {
   attachWait(session, callId, handlers) {
@@ -51,7 +62,14 @@ const transport: QuestionsTransport = {
     return { close: () => {} };
   },
   answer(session, callId, answers) {
-    return connection ? connection.answer(session, callId, answers) : notConnected();
+    if (!connection) return notConnected();
+    const sent = connection.answer(session, callId, answers);
+    // Accepted, the reply is stored; refused REPLY_QUEUED, another is: an agent may not read it for a while.
+    sent.then(
+      (result) => result.accepted && stored.refresh(session),
+      (err: unknown) => codeOf(err) === Codes.replyQueued && stored.refresh(session),
+    );
+    return sent;
   },
   discard(session, messageId) {
     return connection ? connection.discard(session, messageId) : notConnected();
@@ -86,6 +104,7 @@ function connect(): void {
     error: (error) => link.failed(error),
     closed: () => {
       connection = undefined;
+      stored.reset();
       cards.disconnected();
       store.inbox.reset();
       link.closed();
@@ -114,15 +133,17 @@ function connect(): void {
         store.directory.addEvents(session, events);
         store.changed();
       },
-      view: (view) => {
-        store.directory.setView(session, view);
-        cards.reconcile(session, view);
-        store.changed();
-      },
+      view: (view) => showView(session, stored.show(session, view)),
       ready: () => link.watchReady(session),
       error: (error) => link.watchFailed(session, error),
     });
   }
+}
+
+function showView(session: string, view: View): void {
+  store.directory.setView(session, view);
+  cards.reconcile(session, view);
+  store.changed();
 }
 
 // Attention (issue 13 item 2): what waits for the person, checked on every

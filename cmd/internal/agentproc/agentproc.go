@@ -51,6 +51,8 @@ type Config struct {
 	// connection: how soon an answer notices the process died (D7).
 	ReleaseBound time.Duration
 	Logger       *slog.Logger
+	// Metrics receives the runtime's collectors; nil keeps them private.
+	Metrics *ops.Metrics
 }
 
 // ReadScript reads a scripted model's file.
@@ -75,7 +77,7 @@ func Component(nc *nats.Conn, cfg Config) (ops.Component, error) {
 	}
 	rcfg := runtime.Config{
 		Conn: nc, Model: root, ChildModel: child, System: cfg.System,
-		Ask: cfg.Ask, Instance: cfg.Instance, ReleaseBound: cfg.ReleaseBound, Logger: cfg.Logger,
+		Ask: cfg.Ask, Instance: cfg.Instance, ReleaseBound: cfg.ReleaseBound, Logger: cfg.Logger, Metrics: cfg.Metrics,
 		Session: cfg.Session,
 	}
 	if cfg.PromptConn == nil {

@@ -70,6 +70,9 @@ export const replySubject = (sid: string, callId: string): string => sessionSubj
 export const inboxSubjects = (sid: string): string[] => [inboxSubject(sid), `${inboxSubject(sid)}.*`];
 /** Where the live root takes requests to discard a queued message. */
 export const discardSubject = (sid: string): string => sessionSubject(sid, "discard");
+/** Discard and resume requests, as a refusal for their origin names them (runtime.DiscardEndpoint, liveroot.ResumeEndpoint). */
+export const DiscardEndpoint = "discard";
+export const ResumeEndpoint = "resume";
 
 /** The subject of a userQuestions endpoint. */
 export const serviceSubject = (op: string): string => `${ServicePrefix}.${op}`;

@@ -9,7 +9,8 @@ import { Code, HoldoverError, wire } from "./errors.js";
 import { InboxReader } from "./inbox.js";
 import { Lease, releaseBound } from "./lease.js";
 import { Registry } from "./liveroot.js";
-import { ResumeQueue, ResumeSubject, checkSession } from "./names.js";
+import { ResumeEndpoint, ResumeQueue, ResumeSubject, checkSession } from "./names.js";
+import { admit } from "./origin.js";
 import { decoder, encoder, openConn, type Conn, type ConnectOptions } from "./nats.js";
 import { Caller } from "./caller.js";
 import { SessionLog } from "./sessionlog.js";
@@ -128,13 +129,15 @@ export class Runtime {
   /**
    * Joins the resume pool: each request to resume a Session with no live
    * root (D7) reaches one instance of the pool, which runs resume(sid) and
-   * answers with its instance id. Returns the function that leaves.
+   * answers with its instance id. A request not sent from the inbox of a
+   * role that may send it (origin.ts: the worker's) resumes nothing and
+   * gets no reply. Returns the function that leaves.
    */
   async joinPool(resume: (sid: string) => Promise<void>): Promise<() => void> {
     const sub = this.conn.nc.subscribe(ResumeSubject, {
       queue: ResumeQueue,
       callback: (err, m) => {
-        if (err) return;
+        if (err || !admit(ResumeEndpoint, m, this.warn)) return;
         void (async () => {
           let reply: ResumeReply;
           try {
@@ -150,7 +153,7 @@ export class Runtime {
           } catch (e) {
             reply = { error: wire(e) };
           }
-          if (m.reply) m.respond(encoder.encode(JSON.stringify(reply)));
+          m.respond(encoder.encode(JSON.stringify(reply)));
         })();
       },
     });

@@ -8,7 +8,8 @@ import type { Subscription } from "@nats-io/nats-core";
 import { Code, HoldoverError, codeOf, wire } from "./errors.js";
 import type { EventBodies, Message as InboxMessage, Part, ToolSchema } from "./generated/events.js";
 import type { InboxReader } from "./inbox.js";
-import { discardSubject } from "./names.js";
+import { DiscardEndpoint, discardSubject } from "./names.js";
+import { admit } from "./origin.js";
 import { decoder, encoder, type Conn } from "./nats.js";
 import type { Registry } from "./liveroot.js";
 import { SessionLog, type EventType } from "./sessionlog.js";
@@ -193,7 +194,10 @@ export class Session {
    * last spliced sequence: the Session's inbox subject and every call's
    * reply subject, markers passed over. Each message is spliced as it
    * arrives, even while a tool runs, so the projection shows the queued
-   * reply (P5). Also answers discard requests for the Session.
+   * reply (P5). Also answers discard requests for the Session: those a
+   * role that may send them sent from its inbox (origin.ts); any other,
+   * such as a stored message replayed onto the subject or a request whose
+   * reply names a stream, discards nothing and gets no reply.
    */
   async serve(): Promise<void> {
     this.stopInbox = await this.deps.inboxes.follow(this.id, this.state.inboxSeq, (q) =>
@@ -201,7 +205,7 @@ export class Session {
     );
     this.discards = this.deps.conn.nc.subscribe(discardSubject(this.id), {
       callback: (err, m) => {
-        if (err) return;
+        if (err || !admit(DiscardEndpoint, m, this.deps.warn)) return;
         void this.serveDiscard(m.data).then((reply) => m.respond(encoder.encode(JSON.stringify(reply))));
       },
     });

@@ -127,6 +127,47 @@ describe("a Session's live root", () => {
     await rt.release(s);
   });
 
+  it("answers discard and resume requests only from the inbox of a role that may send them (issue 24)", async () => {
+    const refused: Array<Record<string, unknown>> = [];
+    const rt = await runtime({ warn: (msg, fields) => msg === "request refused for its origin" && refused.push(fields ?? {}) });
+    const sid = sessionId();
+    const s = await rt.open(sid);
+    const admin = await plainConn();
+    const js = jetstream(admin);
+    const id = `${sid}-m1`;
+    await js.publish(`holdover.session.${sid}.inbox`, JSON.stringify(userMessage(id, "never mind")), { msgID: id });
+    await s.waitForInput();
+    const resumed: string[] = [];
+    const leave = await rt.joinPool(async (sid) => {
+      resumed.push(sid);
+    });
+
+    // A stored message replayed onto the subjects (no reply), and requests
+    // whose reply names a stream: the answer would be stored there.
+    const other = sessionId();
+    const into = `holdover.session.${other}.inbox.call_1`;
+    const gateway = await plainConn("gateway");
+    const discard = JSON.stringify({ messageId: id });
+    admin.publish(`holdover.session.${sid}.discard`, discard);
+    gateway.publish(`holdover.session.${sid}.discard`, discard, { reply: into });
+    admin.publish("holdover.runtime.resume", JSON.stringify({ session: other }));
+    admin.publish("holdover.runtime.resume", JSON.stringify({ session: other }), { reply: `$KV.userQuestions.${other}` });
+    await eventually(async () => refused.length === 4, "four refusals");
+    expect(refused.map((f) => f.endpoint).sort()).toEqual(["discard", "discard", "resume", "resume"]);
+
+    const jsm = await js.jetstreamManager();
+    expect(await jsm.streams.getMessage("SESSIONS", { last_by_subj: into }), "nothing answered into the stream").toBeNull();
+    expect(await jsm.streams.getMessage("KV_userQuestions", { last_by_subj: `$KV.userQuestions.${other}` })).toBeNull();
+    expect(resumed).toEqual([]);
+    expect(s.state.queue.map((q) => q.message.id)).toEqual([id]);
+    // The same requests from a gateway's and a worker's inbox are served.
+    expect((await gateway.request(`holdover.session.${sid}.discard`, discard)).json()).toEqual({});
+    expect((await (await plainConn("worker")).request("holdover.runtime.resume", JSON.stringify({ session: other }))).json()).toEqual({ instance: rt.instance });
+    expect(resumed).toEqual([other]);
+    leave();
+    await rt.release(s);
+  });
+
   it("joins the resume pool: a resume request reaches one instance, which names itself (D7)", async () => {
     const rt = await runtime();
     const resumed: string[] = [];

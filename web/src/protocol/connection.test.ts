@@ -140,6 +140,25 @@ describe("Connection", () => {
     await expect(late).rejects.toMatchObject({ code: "CONFLICT" });
   });
 
+  it("view calls userQuestions.view and reads the View, a stored reply queued; null is an empty View, a malformed one BAD_RESPONSE", async () => {
+    const { socket, connection } = connect();
+    socket.open();
+    socket.take();
+    const shown = connection.view("s1");
+    const none = connection.view("s2");
+    const bad = connection.view("s3");
+    const [first, second, third] = socket.take() as { id: string }[];
+    expect(first).toEqual({ type: "call", id: "c1", method: "userQuestions.view", params: { session: "s1" } });
+    const queued = { messageId: "reply-1", answers: [{ id: "q", selected: ["Yes"] }], seq: 7 };
+    const call = { callId: "c1", status: "continued", questions: [{ id: "q", question: "Go?" }], seq: 3, queued, by: "ana" };
+    socket.deliver({ type: "result", id: first?.id, result: { active: [call], settled: [], timed: true, lastSeq: 5 } });
+    socket.deliver({ type: "result", id: second?.id, result: null });
+    socket.deliver({ type: "result", id: third?.id, result: { active: "no" } });
+    await expect(shown).resolves.toMatchObject({ active: [{ callId: "c1", status: "continued", queued }], lastSeq: 5 });
+    await expect(none).resolves.toEqual({ active: [], settled: [], timed: false, lastSeq: 0 });
+    await expect(bad).rejects.toMatchObject({ code: "BAD_RESPONSE" });
+  });
+
   it("attachWait opens a stream: frames reach it, the gateway's close ends it, and close() sends close", () => {
     const { socket, connection } = connect();
     socket.open();

@@ -9,7 +9,7 @@ import type { AnswerRequest, DiscardRequest } from "../generated/wire";
 import type { Answer, SessionEvent, View, WireError } from "../wire";
 import { RemoteError } from "../wire";
 import { isRecord } from "../json";
-import { messageFrames, Methods, protocolVersion, ProtocolError, readServerFrame, type ClientFrame, type ServerFrame, type SessionSummary } from "./frames";
+import { messageFrames, Methods, protocolVersion, ProtocolError, readServerFrame, readView, type ClientFrame, type ServerFrame, type SessionSummary } from "./frames";
 
 /** The part of the browser WebSocket the Connection uses. */
 export type SocketLike = Pick<WebSocket, "readyState" | "send" | "close" | "onopen" | "onmessage" | "onclose" | "onerror">;
@@ -157,6 +157,16 @@ export class Connection implements QuestionsTransport {
       answer.reason = { code: reason.code, message: reason.message };
     }
     return answer;
+  }
+
+  /** The Session's projection from the service, which shows a stored reply no agent has read yet as queued. */
+  async view(session: string): Promise<View> {
+    const result = await this.call(Methods.view, { session });
+    try {
+      return readView(result);
+    } catch (err) {
+      throw new RemoteError({ code: "BAD_RESPONSE", message: err instanceof Error ? err.message : String(err) });
+    }
   }
 
   async discard(session: string, messageId: string): Promise<void> {

@@ -23,6 +23,8 @@ export const Methods = {
   attachWait: "userQuestions.attachWait",
   /** The Session's agent discards a queued inbox message (D8). */
   discard: "session.discard",
+  /** The Session's projection, caught up, with replies stored but not yet read by an agent shown queued. */
+  view: "userQuestions.view",
 } as const;
 
 /** Frames the Client sends. */
@@ -193,6 +195,13 @@ function sessionSummary(x: unknown): SessionSummary {
 /** The view of a Session whose projection has no entry: no question events folded yet. */
 export function emptyView(): View {
   return { active: [], settled: [], timed: false, lastSeq: 0 };
+}
+
+/** Reads the result of the userQuestions.view call: a projection view, or null for a Session without one. */
+export function readView(x: unknown): View {
+  if (x === null) return emptyView();
+  if (!isRecord(x)) throw new ProtocolError("a view must be an object");
+  return view(x);
 }
 
 /** Reads a projection view, rebuilding each call from checked fields. */
