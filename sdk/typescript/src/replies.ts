@@ -21,16 +21,22 @@ export interface ReplySubject {
   close(): void;
 }
 
-/** A request waiting for its reply; it stays in its timeout's queue until its deadline, even settled. */
+/**
+ * A request waiting for its reply. It stays in its timeout's queue until
+ * its deadline, even settled; settling drops what it holds (its promise,
+ * and through it the reply).
+ */
 interface Waiting {
   readonly token: string;
   readonly subject: string;
   /** On performance.now()'s clock. */
   readonly deadline: number;
   settled: boolean;
-  resolve(m: Msg): void;
-  reject(err: Error): void;
+  resolve: (m: Msg) => void;
+  reject: (err: Error) => void;
 }
+
+const settledAlready = () => {};
 
 /**
  * The reply subjects of one connection: all below one prefix under its
@@ -92,17 +98,21 @@ export class Replies {
   }
 
   private settle(w: Waiting, m: Msg): void {
-    if (w.settled) return;
-    w.settled = true;
-    this.handlers.delete(w.token);
-    w.resolve(m);
+    const resolve = w.resolve;
+    this.forget(w);
+    resolve(m);
   }
 
   private fail(w: Waiting, err: Error): void {
-    if (w.settled) return;
+    const reject = w.reject;
+    this.forget(w);
+    reject(err);
+  }
+
+  private forget(w: Waiting): void {
     w.settled = true;
+    w.resolve = w.reject = settledAlready;
     this.handlers.delete(w.token);
-    w.reject(err);
   }
 
   private enqueue(w: Waiting, timeout: number): void {
