@@ -55,7 +55,8 @@ interface PendingCall {
 export class Caller {
   /** The calls whose replies are awaited. */
   private readonly calls = new Set<PendingCall>();
-  private readonly workers = new Map<string, LeaseWatch>();
+  /** The watch of each worker's lease, shared by every call it owns from the moment the first asks for it. */
+  private readonly workers = new Map<string, Promise<LeaseWatch>>();
   private readonly bound: number;
   private readonly callTimeout: number;
   private readonly warn: NonNullable<CallerOptions["warn"]>;
@@ -147,7 +148,7 @@ export class Caller {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const w of this.workers.values()) w.stop();
+    for (const w of this.workers.values()) void w.then((watch) => watch.stop(), () => {});
     const aborts: Promise<void>[] = [];
     for (const pc of [...this.calls]) {
       const owner = this.abandon(pc, false);
@@ -309,15 +310,21 @@ export class Caller {
     this.warn("abort not acknowledged; the wait ends with its deadline or its worker", { worker, request: id });
   }
 
-  /** The kept watch of a worker's lease: a caller's calls go to a few workers again and again. */
-  private async watchWorker(name: string): Promise<LeaseWatch> {
+  /**
+   * The kept watch of a worker's lease: a caller's calls go to a few
+   * workers again and again. The calls whose accepted frames come while
+   * the first lookup is under way share it too: one subscription and one
+   * lookup per worker, as Go's lease.Watcher keeps.
+   */
+  private watchWorker(name: string): Promise<LeaseWatch> {
     const have = this.workers.get(name);
     if (have) return have;
-    const w = await watchLease(this.conn, name, (err) => this.warn("check worker lease", { lease: name, err }));
+    const w = watchLease(this.conn, name, (err) => this.warn("check worker lease", { lease: name, err }));
     this.workers.set(name, w);
-    void w.lost.then(() => {
+    const forget = () => {
       if (this.workers.get(name) === w) this.workers.delete(name);
-    });
+    };
+    w.then((watch) => watch.lost.then(forget), forget);
     return w;
   }
 
@@ -381,7 +388,7 @@ export class Caller {
           old.drop();
           continue;
         }
-        for (const w of this.workers.values()) await w.recheck();
+        for (const w of this.workers.values()) await (await w).recheck();
         for (const pc of this.calls.values()) {
           if (pc.worker === "") continue;
           try {
