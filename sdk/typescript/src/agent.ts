@@ -11,6 +11,7 @@ import type { ToolSchema } from "./generated/events.js";
 import { AskUserQuestion, type AskToolConfig, type ToolOutput } from "./asktool.js";
 import type { Runtime } from "./runtime.js";
 import { Session, newID, text, withTurn } from "./session.js";
+import { fixedSchema } from "./sessionlog.js";
 import type { ChatMessage, ModelToolCall } from "./state.js";
 
 /** One model request: the system prompt, the conversation so far and the tools on offer. */
@@ -53,7 +54,7 @@ export interface Tool {
 export function askUserQuestionTool(rt: Runtime, cfg: AskToolConfig = {}): Tool {
   const tool = new AskUserQuestion(rt.caller, cfg);
   return {
-    schema: tool.schema(),
+    schema: fixedSchema(tool.schema()),
     call: (ctx, signal) =>
       tool.call({ session: ctx.session.id, callId: ctx.callId, agent: ctx.session.ref, arguments: ctx.arguments }, signal),
   };
@@ -113,7 +114,7 @@ export async function runTask(rt: Runtime, session: Session, task: string, opts:
 /** subagent: hands a task to a child agent that cannot ask the user (M9), as the Go runtime's tool does. */
 export function subagentTool(childOptions: () => AgentOptions): Tool {
   return {
-    schema: {
+    schema: fixedSchema({
       name: "subagent",
       description:
         "Hand a self-contained task to a child agent and get its final message back. " +
@@ -124,7 +125,7 @@ export function subagentTool(childOptions: () => AgentOptions): Tool {
         required: ["task"],
         additionalProperties: false,
       },
-    },
+    }),
     async call(ctx, signal) {
       const args = ctx.arguments as { task?: unknown } | null;
       if (ctx.session.child) return failure(new HoldoverError(Code.BadRequest, "a child agent cannot start another"));

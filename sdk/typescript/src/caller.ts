@@ -5,11 +5,12 @@
 // reconnect, and the deadline backstop for a frozen worker
 // (docs/design.md, "Every caller holds a lease").
 
-import { headers, nuid, RequestError, TimeoutError, NoRespondersError, type Msg, type Subscription } from "@nats-io/nats-core";
+import { headers, nuid, RequestError, TimeoutError, NoRespondersError, type Msg } from "@nats-io/nats-core";
 import { Code, HoldoverError, wrap } from "./errors.js";
 import { Lease, releaseBound, watchLease, type LeaseWatch } from "./lease.js";
 import { serviceSubject, workerSubject } from "./names.js";
 import { decoder, encoder, type Conn } from "./nats.js";
+import type { ReplySubject } from "./replies.js";
 import type { Accepted, Answer, AskRequest, AskTimedRequest, Batch, Outcome } from "./wire.js";
 
 /** The headers and frames of the foreground calls (package userquestions). */
@@ -41,7 +42,8 @@ const workerLost = Symbol("worker lost");
 const refused = Symbol("refused");
 
 interface PendingCall {
-  token: string;
+  /** Where its accepted frame and its reply come. */
+  reply?: ReplySubject;
   frames: Msg[];
   wake: () => void;
   worker: string;
@@ -51,13 +53,13 @@ interface PendingCall {
 }
 
 export class Caller {
-  private readonly prefix: string;
-  private readonly calls = new Map<string, PendingCall>();
-  private readonly workers = new Map<string, LeaseWatch>();
+  /** The calls whose replies are awaited. */
+  private readonly calls = new Set<PendingCall>();
+  /** The watch of each worker's lease, shared by every call it owns from the moment the first asks for it. */
+  private readonly workers = new Map<string, Promise<LeaseWatch>>();
   private readonly bound: number;
   private readonly callTimeout: number;
   private readonly warn: NonNullable<CallerOptions["warn"]>;
-  private mux!: Subscription;
   private lease!: Lease;
   private closed = false;
 
@@ -65,22 +67,15 @@ export class Caller {
     private readonly conn: Conn,
     opts: CallerOptions,
   ) {
-    this.prefix = conn.inbox() + ".";
     this.bound = releaseBound(opts.releaseBoundMs);
     this.callTimeout = opts.callTimeoutMs ?? DefaultCallTimeoutMs;
     this.warn = opts.warn ?? (() => {});
   }
 
-  /** A Caller holding its lease and subscribed for its replies. */
+  /** A Caller holding its lease; its replies come through the connection's (Conn.replies). */
   static async create(conn: Conn, opts: CallerOptions = {}): Promise<Caller> {
     const c = new Caller(conn, opts);
-    c.mux = conn.nc.subscribe(c.prefix + "*", { callback: (err, m) => { if (!err) c.onReply(m); } });
-    try {
-      c.lease = await Lease.hold(conn, RoleCaller, nuid.next(), c.bound);
-    } catch (err) {
-      c.mux.unsubscribe();
-      throw err;
-    }
+    c.lease = await Lease.hold(conn, RoleCaller, nuid.next(), c.bound);
     void c.followReconnects();
     return c;
   }
@@ -153,22 +148,21 @@ export class Caller {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const w of this.workers.values()) w.stop();
+    for (const w of this.workers.values()) void w.then((watch) => watch.stop(), () => {});
     const aborts: Promise<void>[] = [];
-    for (const pc of [...this.calls.values()]) {
+    for (const pc of [...this.calls]) {
       const owner = this.abandon(pc, false);
       if (owner) aborts.push(this.sendAbort(owner.worker, owner.id));
       this.end(pc, aborted("the client was closed before the question was answered"));
     }
     await Promise.all(aborts);
     this.lease.drop();
-    setTimeout(() => this.mux.unsubscribe(), this.bound).unref();
   }
 
   private async call<T>(op: string, body: unknown): Promise<T> {
     let m: Msg;
     try {
-      m = await this.conn.nc.request(serviceSubject(op), encoder.encode(JSON.stringify(body)), { timeout: this.callTimeout });
+      m = await this.conn.replies.request(serviceSubject(op), encoder.encode(JSON.stringify(body)), { timeout: this.callTimeout });
     } catch (err) {
       throw transportError(op, err);
     }
@@ -185,14 +179,16 @@ export class Caller {
   private async waitCall(op: string, body: unknown, deadline: number | undefined, signal?: AbortSignal): Promise<Msg | typeof workerLost | typeof refused> {
     if (signal?.aborted) throw aborted();
     if (this.closed) throw new HoldoverError(Code.BadRequest, "the client is closed");
-    const pc: PendingCall = { token: nuid.next(), frames: [], wake: () => {}, worker: "", requestId: "", abandoned: false };
-    this.calls.set(pc.token, pc);
+    const pc: PendingCall = { frames: [], wake: () => {}, worker: "", requestId: "", abandoned: false };
+    const reply = this.conn.replies.open((m) => this.onReply(pc, m));
+    pc.reply = reply;
+    this.calls.add(pc);
     const h = headers();
     h.set(HeaderCallerLease, this.lease.name);
     try {
-      this.conn.nc.publish(serviceSubject(op), encoder.encode(JSON.stringify(body)), { reply: this.prefix + pc.token, headers: h });
+      this.conn.nc.publish(serviceSubject(op), encoder.encode(JSON.stringify(body)), { reply: reply.subject, headers: h });
     } catch (err) {
-      this.calls.delete(pc.token);
+      this.forget(pc);
       throw wrap(err, Code.Internal, `call ${serviceSubject(op)}`);
     }
 
@@ -231,16 +227,16 @@ export class Caller {
             );
             continue;
           }
-          this.calls.delete(pc.token);
+          this.forget(pc);
           return readReply(op, m);
         }
         if (pc.ended !== undefined) {
-          if (!pc.abandoned) this.calls.delete(pc.token); // else it stays for its accepted frame (abandon)
+          if (!pc.abandoned) this.forget(pc); // else it stays for its accepted frame (abandon)
           if (pc.ended === workerLost) return workerLost;
           throw pc.ended;
         }
         if (lost || overdue) {
-          this.calls.delete(pc.token);
+          this.forget(pc);
           if (overdue && pc.worker !== "") void this.sendAbort(pc.worker, pc.requestId); // for its thaw
           return workerLost;
         }
@@ -258,17 +254,22 @@ export class Caller {
     }
   }
 
-  private onReply(m: Msg): void {
-    const pc = this.calls.get(m.subject.slice(this.prefix.length));
-    if (!pc) return; // the call ended; a late reply has nobody to go to
+  /** Takes a message on pc's reply subject, which is open until the call is forgotten. */
+  private onReply(pc: PendingCall, m: Msg): void {
     if (pc.abandoned) {
-      this.calls.delete(pc.token);
+      this.forget(pc);
       const acc = acceptedFrame(m);
       if (acc) void this.sendAbort(acc.owner, acc.requestId);
       return;
     }
     if (pc.frames.length < 2) pc.frames.push(m); // an accepted frame and one reply fit; more is a duplicate
     pc.wake();
+  }
+
+  /** Stops awaiting pc's replies: one that comes later has nobody to go to. */
+  private forget(pc: PendingCall): void {
+    this.calls.delete(pc);
+    pc.reply?.close();
   }
 
   private end(pc: PendingCall, why: HoldoverError | typeof workerLost): void {
@@ -288,10 +289,10 @@ export class Caller {
     const id = pc.requestId || queued?.requestId || "";
     if (worker === "") {
       pc.abandoned = true;
-      setTimeout(() => this.calls.delete(pc.token), this.bound).unref();
+      setTimeout(() => this.forget(pc), this.bound).unref();
       return undefined;
     }
-    this.calls.delete(pc.token);
+    this.forget(pc);
     if (!async) return { worker, id };
     void this.sendAbort(worker, id);
     return undefined;
@@ -300,7 +301,7 @@ export class Caller {
   private async sendAbort(worker: string, id: string): Promise<void> {
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        await this.conn.nc.request(workerSubject(worker, "abort"), encoder.encode(id), { timeout: 1000 });
+        await this.conn.replies.request(workerSubject(worker, "abort"), encoder.encode(id), { timeout: 1000 });
         return;
       } catch (err) {
         if (isNoResponders(err) || this.conn.nc.isClosed()) return;
@@ -309,15 +310,21 @@ export class Caller {
     this.warn("abort not acknowledged; the wait ends with its deadline or its worker", { worker, request: id });
   }
 
-  /** The kept watch of a worker's lease: a caller's calls go to a few workers again and again. */
-  private async watchWorker(name: string): Promise<LeaseWatch> {
+  /**
+   * The kept watch of a worker's lease: a caller's calls go to a few
+   * workers again and again. The calls whose accepted frames come while
+   * the first lookup is under way share it too: one subscription and one
+   * lookup per worker, as Go's lease.Watcher keeps.
+   */
+  private watchWorker(name: string): Promise<LeaseWatch> {
     const have = this.workers.get(name);
     if (have) return have;
-    const w = await watchLease(this.conn, name, (err) => this.warn("check worker lease", { lease: name, err }));
+    const w = watchLease(this.conn, name, (err) => this.warn("check worker lease", { lease: name, err }));
     this.workers.set(name, w);
-    void w.lost.then(() => {
+    const forget = () => {
       if (this.workers.get(name) === w) this.workers.delete(name);
-    });
+    };
+    w.then((watch) => watch.lost.then(forget), forget);
     return w;
   }
 
@@ -338,7 +345,7 @@ export class Caller {
       let gone = false;
       if (pc.worker !== "") {
         try {
-          const r = await this.conn.nc.request(workerSubject(pc.worker, "status"), encoder.encode(pc.requestId), { timeout: every });
+          const r = await this.conn.replies.request(workerSubject(pc.worker, "status"), encoder.encode(pc.requestId), { timeout: every });
           live = decoder.decode(r.data) === "live";
         } catch (err) {
           if (isTimeout(err) || isNoResponders(err)) gone = true;
@@ -381,11 +388,11 @@ export class Caller {
           old.drop();
           continue;
         }
-        for (const w of this.workers.values()) await w.recheck();
+        for (const w of this.workers.values()) await (await w).recheck();
         for (const pc of this.calls.values()) {
           if (pc.worker === "") continue;
           try {
-            const r = await this.conn.nc.request(workerSubject(pc.worker, "status"), encoder.encode(pc.requestId), { timeout: this.callTimeout });
+            const r = await this.conn.replies.request(workerSubject(pc.worker, "status"), encoder.encode(pc.requestId), { timeout: this.callTimeout });
             if (decoder.decode(r.data) === "gone") this.end(pc, workerLost);
           } catch (err) {
             if (isNoResponders(err)) this.end(pc, workerLost);

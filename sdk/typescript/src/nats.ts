@@ -1,8 +1,9 @@
 // The NATS connection an agent runtime holds, with the options a deployment
 // needs: credentials files or tokens, the agent role's own _INBOX prefix,
 // TLS. Everything NATS is the official JavaScript client's; this file only
-// chooses options, and names the consumer in one JetStream API subject
-// where the agent role's permissions require it (jsConn).
+// chooses options, names the consumer in one JetStream API subject where
+// the agent role's permissions require it, and sends the JetStream
+// client's requests through the connection's Replies (jsConn).
 
 import { readFileSync } from "node:fs";
 import { connect as natsConnect, type NodeConnectionOptions } from "@nats-io/transport-node";
@@ -10,6 +11,7 @@ import { credsAuthenticator, createInbox, type NatsConnection, type TlsOptions }
 import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { AgentInboxPrefix, RootsBucket } from "./names.js";
+import { Replies } from "./replies.js";
 
 /** How to reach NATS. */
 export interface ConnectOptions {
@@ -47,6 +49,8 @@ export interface Conn {
   js: JetStreamClient;
   jsm: JetStreamManager;
   roots: KV;
+  /** Every reply the SDK waits for on this connection, on one subscription. */
+  replies: Replies;
   /** A fresh subject under this connection's inbox prefix. */
   inbox(): string;
 }
@@ -55,14 +59,15 @@ export async function openConn(opts: ConnectOptions): Promise<Conn> {
   const inboxPrefix = opts.inboxPrefix ?? AgentInboxPrefix;
   const nc = await connectNats(opts);
   try {
+    const replies = new Replies(nc, inboxPrefix);
     // The agent role may not read the account's JetStream info ($JS.API.INFO).
-    const js = jetstream(jsConn(nc), { checkAPI: false });
-    const jsm = await jetstreamManager(jsConn(nc), { checkAPI: false });
+    const js = jetstream(jsConn(nc, replies), { checkAPI: false });
+    const jsm = await jetstreamManager(jsConn(nc, replies), { checkAPI: false });
     // Bound without a look-up (no API check); read with direct gets, the
     // only reads the agent role may make of the bucket (Holdover's buckets
     // allow them).
     const roots = await new Kvm(js).open(RootsBucket, { allow_direct: true });
-    return { nc, js, jsm, roots, inbox: () => createInbox(inboxPrefix) };
+    return { nc, js, jsm, roots, replies, inbox: () => createInbox(inboxPrefix) };
   } catch (err) {
     await nc.close();
     throw err;
@@ -94,28 +99,37 @@ export function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
 const consumerCreate = "$JS.API.CONSUMER.CREATE.";
 
 /**
- * nc as the JetStream client sees it, with one difference: a consumer with
- * several filter subjects (the inbox reader: the Session's inbox subject
- * and its calls' reply subjects) is created on
+ * nc as the JetStream client sees it, with two differences. Its requests
+ * (publish acks, API calls, direct gets: most of a runtime's traffic) wait
+ * on replies, not on the NATS client's own request path. And a consumer
+ * with several filter subjects (the inbox reader: the Session's inbox
+ * subject and its calls' reply subjects) is created on
  * $JS.API.CONSUMER.CREATE.<stream>.<name>, as Go's client does, where the
  * JavaScript client uses the name-less legacy subject. The agent role may
  * create consumers on SESSIONS only under a name (package auth): no filter
  * token can carry two subjects.
  */
-function jsConn(nc: NatsConnection): NatsConnection {
+function jsConn(nc: NatsConnection, replies: Replies): NatsConnection {
   const request: NatsConnection["request"] = (subject, payload, opts) => {
     if (subject.startsWith(consumerCreate) && subject.indexOf(".", consumerCreate.length) === -1 && payload !== undefined) {
       const body = JSON.parse(typeof payload === "string" ? payload : decoder.decode(payload)) as { config?: { name?: string; filter_subjects?: unknown } };
       const name = body.config?.name;
       if (name && Array.isArray(body.config?.filter_subjects)) subject = `${subject}.${name}`;
     }
-    return nc.request(subject, payload, opts);
+    // What a reply subject of our own cannot serve goes the client's way.
+    if (opts?.noMux || opts?.reply || opts?.traceDestination) return nc.request(subject, payload, opts);
+    return replies.request(subject, payload, { timeout: opts?.timeout || 1000, ...(opts?.headers ? { headers: opts.headers } : {}) });
   };
+  // nc's methods bound to it, each once: the client reaches for them on every message.
+  const bound = new Map<PropertyKey, unknown>();
   return new Proxy(nc, {
     get(target, prop) {
       if (prop === "request") return request;
       const v: unknown = Reflect.get(target, prop, target);
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      if (typeof v !== "function") return v;
+      let b = bound.get(prop);
+      if (!b) bound.set(prop, (b = (v as (...a: unknown[]) => unknown).bind(target)));
+      return b;
     },
   });
 }

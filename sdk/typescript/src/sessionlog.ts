@@ -5,7 +5,11 @@
 // Nats-Expected-Last-Subject-Sequence, so a stale or second writer fails
 // with CONFLICT instead of interleaving its events, and carries it in
 // Holdover-Prev-Seq, so a reader can tell it has seen every earlier event.
+// An append is a runtime's most frequent request: it is published and its
+// ack read here, through the connection's Replies, rather than through the
+// JetStream client's layers.
 
+import { JetStreamApiError, PubHeaders, type ApiError } from "@nats-io/jetstream";
 import { headers } from "@nats-io/nats-core";
 import { Code, HoldoverError, wrap } from "./errors.js";
 import type { EventBodies } from "./generated/events.js";
@@ -17,6 +21,9 @@ export const PrevHeader = "Holdover-Prev-Seq";
 
 /** The longest encoded event (events.MaxEventBytes). */
 export const MaxEventBytes = (1 << 20) - (4 << 10);
+
+/** How long an append waits for its ack: the JetStream client's default. */
+const appendTimeoutMs = 5000;
 
 export type EventType = keyof EventBodies;
 
@@ -54,12 +61,49 @@ export function isKnown(e: LoggedEvent | OtherEvent): e is LoggedEvent {
 
 /** Encodes an event as one log message: the envelope of schemas/event.json. */
 export function encodeEvent<T extends EventType>(type: T, data: EventBodies[T], at: Date): Uint8Array {
-  const bytes = encoder.encode(JSON.stringify({ type, at: at.toISOString(), data }));
+  const bytes = type === "request/header" ? encodeRequestHeader(data as EventBodies["request/header"], at) : encoder.encode(JSON.stringify({ type, at: at.toISOString(), data }));
   if (bytes.length > MaxEventBytes) {
     throw new HoldoverError(Code.BadRequest, `event ${type} is ${bytes.length} bytes, over the ${MaxEventBytes} byte limit`);
   }
   return bytes;
 }
+
+/** The encoding of each tool schema made with fixedSchema. */
+const encodedSchemas = new WeakMap<object, Uint8Array>();
+
+/**
+ * Freezes a tool schema, deeply, and encodes it once: every request/header
+ * of every agent that offers the tool carries it, and encodeEvent copies
+ * the encoding instead of encoding the schema again.
+ */
+export function fixedSchema<T extends object>(schema: T): T {
+  const freeze = (v: unknown): void => {
+    if (v === null || typeof v !== "object" || Object.isFrozen(v)) return;
+    Object.freeze(v);
+    for (const x of Object.values(v)) freeze(x);
+  };
+  freeze(schema);
+  encodedSchemas.set(schema, encoder.encode(JSON.stringify(schema)));
+  return schema;
+}
+
+/** Encodes a request/header as encodeEvent does, copying the encoding of tools made with fixedSchema. */
+function encodeRequestHeader(data: EventBodies["request/header"], at: Date): Uint8Array {
+  const { tools, ...rest } = data;
+  const encoded = tools?.map((t) => encodedSchemas.get(t));
+  if (!tools || tools.length === 0 || !encoded?.every((b) => b !== undefined)) {
+    return encoder.encode(JSON.stringify({ type: "request/header", at: at.toISOString(), data }));
+  }
+  // {"type":…,"at":…,"data":{…rest,"tools":[…]}}, as JSON.stringify orders it.
+  const head = JSON.stringify({ type: "request/header", at: at.toISOString(), data: rest }).slice(0, -2);
+  const parts = [encoder.encode(head + (head.endsWith("{") ? "" : ",") + '"tools":[')];
+  for (const [i, schema] of encoded.entries()) parts.push(...(i === 0 ? [schema!] : [comma, schema!]));
+  parts.push(closeTools);
+  return Buffer.concat(parts);
+}
+
+const comma = encoder.encode(",");
+const closeTools = encoder.encode("]}}");
 
 export class SessionLog {
   constructor(private readonly conn: Conn) {}
@@ -72,9 +116,13 @@ export class SessionLog {
     const subject = eventsSubject(sid);
     const payload = encodeEvent(type, data, at);
     const h = headers();
-    h.set(PrevHeader, String(after));
+    h.append(PrevHeader, String(after));
+    h.append(PubHeaders.ExpectedLastSubjectSequenceHdr, String(after));
     try {
-      const ack = await this.conn.js.publish(subject, payload, { headers: h, expect: { lastSubjectSequence: after } });
+      const reply = await this.conn.replies.request(subject, payload, { timeout: appendTimeoutMs, headers: h });
+      const ack = JSON.parse(decoder.decode(reply.data)) as { seq?: number; error?: ApiError };
+      if (ack.error) throw new JetStreamApiError(ack.error);
+      if (typeof ack.seq !== "number") throw new Error(`the reply is not a JetStream ack: ${decoder.decode(reply.data)}`);
       return ack.seq;
     } catch (err) {
       if (isConflict(err)) {
