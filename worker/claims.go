@@ -365,7 +365,7 @@ func (f *foregroundHalf) reconcileClaims(ctx context.Context) {
 
 // consumerNames lists the claims stream's consumers: claims and leases.
 func (f *foregroundHalf) consumerNames(ctx context.Context) (map[string]bool, error) {
-	lister := f.worker.top.Claims.ConsumerNames(ctx)
+	lister := f.claims.ConsumerNames(ctx)
 	names := make(map[string]bool)
 	for name := range lister.Name() {
 		names[name] = true

@@ -108,9 +108,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// resumeTimeout is Config.ResumeTimeout, for the durable half.
-func (c Config) resumeTimeout() time.Duration { return c.ResumeTimeout }
-
 // Worker is one question worker (SPEC's Host): its instance of the
 // userQuestions micro service.
 type Worker struct {
@@ -124,9 +121,12 @@ type Worker struct {
 	// against it (D6), timed asks that it tracks their call (W9).
 	views *projection.Store
 
-	// parts are the shares of the service's work. Each owns its endpoints
-	// and background work (consumers, timers).
-	parts []part
+	// The two halves of the service's work: late answers, the view and
+	// reservations (answer.go, view.go), and waits and claims (ask.go,
+	// claims.go). Each owns its endpoints and background work (consumers,
+	// timers).
+	durable    *durable
+	foreground *foregroundHalf
 
 	// svc announces the service and counts its requests (micro.go).
 	svc *announcement
@@ -147,18 +147,6 @@ type Worker struct {
 
 	// forged counts the requests refused for their origin (auth.CheckOrigin).
 	forged *prometheus.CounterVec
-}
-
-// part is one share of the service: the durable half (late answers, the
-// view, reservations: answer.go, view.go) or the foreground half (waits and
-// claims: ask.go, claims.go). Each lists the endpoints it serves.
-type part interface {
-	// endpoints lists the operations the part serves.
-	endpoints() []endpoint
-	// start begins the part's background work; ctx ends with Stop.
-	start(ctx context.Context) error
-	// stop releases what start began, after the endpoints have stopped.
-	stop()
 }
 
 // endpoint is one operation of the service, served at
@@ -210,16 +198,15 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 		w.views = projection.NewStore(js, top.Sessions, top.Questions)
 	}
 	w.svc = newAnnouncement(nc, w.fromSender)
-	w.forged = counterVec(w.metrics(), prometheus.CounterOpts{
+	w.forged = counterVec(cfg.Metrics, prometheus.CounterOpts{
 		Name: "holdover_requests_refused_origin_total",
 		Help: "Requests to the service (and the worker's abort and status subjects, and its discovery: PING, INFO, STATS) refused for their origin, by endpoint: a stored message that a JetStream consumer or direct get replayed there, or a request from a role that may not send it (docs/permissions.md, \"Indirect paths\"). Nothing changed and no reply was sent.",
 	}, "endpoint")
-	w.parts = []part{newDurable(w), newForeground(w)}
+	w.durable = newDurable(nc, js, top.Sessions, w.views, w.roots, cfg, w.log)
+	w.foreground = newForeground(nc, js, top.Claims, w.roots, w.views, cfg, w.log)
+	w.foreground.send, w.foreground.admit, w.foreground.interrupted = w.send, w.fromSender, w.durable.interrupted
 	return w
 }
-
-// metrics returns the collectors the service reports into.
-func (w *Worker) metrics() *ops.Metrics { return w.cfg.Metrics }
 
 // Roots is the live-root registry the service checks callers against (M9).
 func (w *Worker) Roots() *liveroot.Registry { return w.roots }
@@ -234,28 +221,27 @@ func (w *Worker) Start(ctx context.Context) error {
 		return holdover.Newf(holdover.CodeInternal, "%s service already started", userquestions.Name)
 	}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	started := 0
+	var stops []func() // of the halves started, in order
 	fail := func(err error) error {
 		w.setOpen(false)
 		w.cancel()
 		w.handled.Wait()
 		w.runners.wait()
-		for _, p := range w.parts[:started] {
-			p.stop()
+		for _, stop := range stops {
+			stop()
 		}
 		return err
 	}
-	for _, p := range w.parts {
-		if err := p.start(w.ctx); err != nil {
-			return fail(err)
-		}
-		started++
+	if err := w.durable.start(w.ctx); err != nil {
+		return fail(err)
 	}
+	stops = append(stops, w.durable.stop)
+	if err := w.foreground.start(w.ctx); err != nil {
+		return fail(err)
+	}
+	stops = append(stops, w.foreground.stop)
 	w.setOpen(true)
-	var eps []endpoint
-	for _, p := range w.parts {
-		eps = append(eps, p.endpoints()...)
-	}
+	eps := append(w.durable.endpoints(), w.foreground.endpoints()...)
 	if err := w.svc.start(ctx, eps, w.handler); err != nil {
 		return fail(err)
 	}
@@ -277,9 +263,8 @@ func (w *Worker) Stop() {
 	w.cancel()
 	w.handled.Wait()
 	w.runners.wait()
-	for _, p := range w.parts {
-		p.stop()
-	}
+	w.durable.stop()
+	w.foreground.stop()
 	w.running = false
 }
 
