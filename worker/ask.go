@@ -42,6 +42,12 @@ type foregroundHalf struct {
 	callers   *callerLeases
 	bound     time.Duration
 	reconcile time.Duration
+	// frameTimeout bounds one JetStream operation on a claim or the
+	// lease (defaultFrameTimeout; tests make it longer).
+	frameTimeout time.Duration
+	// lanes run the JetStream work of claim and lease advisories, a
+	// consumer's in order, none behind another's (onAdvisory).
+	lanes *lanes
 	// The service's: send sends a request's reply and counts it, admit
 	// checks the origin of a control request (Worker.fromSender), and
 	// interrupted is told the calls whose caller went away mid-wait
@@ -74,18 +80,19 @@ type foregroundHalf struct {
 func newForeground(nc *nats.Conn, js jetstream.JetStream, claims jetstream.Stream, roots *liveroot.Registry, views *projection.Store, cfg Config, log *slog.Logger) *foregroundHalf {
 	id := nuid.Next()
 	return &foregroundHalf{
-		nc:        nc,
-		js:        js,
-		claims:    claims,
-		log:       log.With("part", "foreground"),
-		reg:       waiter.NewRegistry(cfg.Clock),
-		clock:     cfg.Clock,
-		registry:  roots,
-		roots:     liveroot.NewCache(roots, nc, log),
-		views:     views,
-		callers:   newCallerLeases(nc),
-		bound:     cfg.ReleaseBound,
-		reconcile: cfg.ReconcileEvery,
+		nc:           nc,
+		js:           js,
+		claims:       claims,
+		log:          log.With("part", "foreground"),
+		reg:          waiter.NewRegistry(cfg.Clock),
+		clock:        cfg.Clock,
+		registry:     roots,
+		roots:        liveroot.NewCache(roots, nc, log),
+		views:        views,
+		callers:      newCallerLeases(nc),
+		bound:        cfg.ReleaseBound,
+		reconcile:    cfg.ReconcileEvery,
+		frameTimeout: defaultFrameTimeout,
 		probed: counterVec(cfg.Metrics, prometheus.CounterOpts{
 			Name: "holdover_claim_probes_total",
 			Help: "Claim holders asked past a claimed wait's deadline whether they are alive, by result: alive, released (no answer in time: the claim was released and deleted), unbound (no subscriber: NATS ends the claim within the release bound) or failed.",
@@ -123,6 +130,9 @@ func (f *foregroundHalf) start(ctx context.Context) error {
 	fail := func(err error) error {
 		f.roots.Stop()
 		f.unsubscribe()
+		if f.lanes != nil {
+			f.lanes.close()
+		}
 		if f.wf != nil {
 			f.wf.close()
 		}
@@ -132,6 +142,7 @@ func (f *foregroundHalf) start(ctx context.Context) error {
 	if f.wf, err = newWaterfall(f.nc, f.leaseName, f.route); err != nil {
 		return fail(err)
 	}
+	f.lanes = newLanes()
 	for _, sub := range []struct {
 		subject string
 		h       nats.MsgHandler
@@ -166,6 +177,7 @@ func (f *foregroundHalf) stop() {
 	f.mu.Unlock()
 	f.stopSync()
 	f.unsubscribe()
+	f.lanes.close()
 	f.abandon()
 	f.probes.Wait()
 	f.replies.Wait()
@@ -481,7 +493,7 @@ func (f *foregroundHalf) reply(req *request, w *waiter.Wait, root *confirmation,
 	// a Client that is gone: neither the outcomes of other waits nor the
 	// other claims queue behind it.
 	for _, name := range claims {
-		f.replies.Go(func() { f.closeClaim(name) })
+		f.replies.Go(func() { f.closeClaim(context.Background(), name) })
 	}
 }
 

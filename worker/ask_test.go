@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
@@ -28,12 +30,24 @@ type fgTest struct {
 	ans   *answerer.Client
 }
 
-func newFGTest(t *testing.T) *fgTest {
+func newFGTest(t *testing.T) *fgTest { return newFGTestOn(t, nil, nil) }
+
+// newFGTestOn is newFGTest with the worker on the connection connect
+// makes to env's server (nil: env's own), set up by prepare before it
+// starts (nil: as New made it).
+func newFGTestOn(t *testing.T, connect func(env *embeddedtest.Env) (*nats.Conn, jetstream.JetStream), prepare func(*Worker)) *fgTest {
 	t.Helper()
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	clock := clockwork.NewFakeClock()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc := New(env.Conn, env.JS, env.Topology, Config{Clock: clock, ReleaseBound: time.Second}, log)
+	nc, js := env.Conn, env.JS
+	if connect != nil {
+		nc, js = connect(env)
+	}
+	svc := New(nc, js, env.Topology, Config{Clock: clock, ReleaseBound: time.Second}, log)
+	if prepare != nil {
+		prepare(svc)
+	}
 	require.NoError(t, svc.Start(context.Background()))
 	t.Cleanup(svc.Stop)
 
