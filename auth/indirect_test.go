@@ -19,6 +19,7 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/worker"
@@ -148,8 +149,7 @@ func TestIndirectDenials(t *testing.T) {
 	m := ops.NewMetrics()
 	wnc, wjs := env.As(t, auth.Worker)
 	svc := worker.New(wnc, wjs, env.Topology, worker.Config{Metrics: m}, slog.New(slog.DiscardHandler))
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(svc.Stop)
+	opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 
 	var rows strings.Builder
 	rows.WriteString("| indirect attack | result |\n|---|---|\n")

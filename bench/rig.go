@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -202,24 +201,16 @@ func (r *Rig) startWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svc := worker.New(nc, js, top, worker.Config{Views: store}, r.log)
-	if err := svc.Start(ctx); err != nil {
-		return err
-	}
-	r.later(svc.Stop)
-	// The endpoints are subscribed; a flush makes the server know it
-	// before another connection calls them.
-	if err := nc.FlushTimeout(10 * time.Second); err != nil {
-		return holdover.Wrap(err, holdover.CodeInternal, "start the question worker")
-	}
+	// In the order of a question worker process (cmd/internal/questionworker).
 	folder := projection.NewWorker(store, inbox.NewReplies(foldJS, foldTop.Sessions, store), projection.WorkerConfig{Logger: r.log})
-	folding, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = folder.Run(folding)
-	}()
-	r.later(func() { stop(); <-done })
+	svc := worker.New(nc, js, top, worker.Config{Views: store}, r.log)
+	for _, c := range []ops.Component{{Name: "projection", Run: folder.Run}, {Name: "userQuestions", Run: svc.Run}} {
+		running, err := ops.Start(ctx, c)
+		if err != nil {
+			return err
+		}
+		r.later(func() { _ = running.Stop() })
+	}
 	return nil
 }
 

@@ -329,7 +329,7 @@ func (f *fleet) start() int {
 	w := projection.NewWorker(projection.NewStore(js, sessions, kv), inbox.NewReplies(js, sessions, nil), f.cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	m := &fleetWorker{nc: nc, cancel: cancel, done: make(chan error, 1)}
-	go func() { m.done <- w.Run(ctx) }()
+	go func() { m.done <- w.Run(ctx, func() {}) }()
 	f.next++
 	f.members[f.next] = m
 	return f.next

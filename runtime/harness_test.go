@@ -14,6 +14,8 @@ import (
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
@@ -61,8 +63,7 @@ func start(t testing.TB, script string, opts ...option) *harness {
 	h.service = worker.New(env.Conn, env.JS, env.Topology, worker.Config{
 		Clock: h.waits,
 	}, quiet())
-	require.NoError(t, h.service.Start(ctx))
-	t.Cleanup(h.service.Stop)
+	opstest.Start(t, ops.Component{Name: "userQuestions", Run: h.service.Run})
 
 	s, err := scripted.Parse(script)
 	require.NoError(t, err)

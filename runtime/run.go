@@ -250,12 +250,13 @@ func (rt *Runtime) holdLeaseAgain(ctx context.Context) {
 // Instance is the process's instance id in the live-root registry.
 func (rt *Runtime) Instance() string { return rt.instance }
 
-// Run serves cfg.Session until ctx ends: it registers as the Session's live
-// root, resumes it from its log, queues cfg.Prompt when the log is empty,
-// and runs the agent. It returns nil when ctx ends, and an error when the
-// Session cannot be served, such as CALLER_NOT_LIVE once another instance
-// took it over.
-func Run(ctx context.Context, cfg Config) error {
+// Run serves cfg.Session until ctx ends, the lifecycle of an
+// ops.Component: it registers as the Session's live root, resumes it from
+// its log, queues cfg.Prompt when the log is empty, calls ready, and runs
+// the agent. It returns nil when ctx ends, and an error when the Session
+// cannot be served, such as CALLER_NOT_LIVE once another instance took it
+// over.
+func Run(ctx context.Context, cfg Config, ready func()) error {
 	rt, err := New(ctx, cfg)
 	if err != nil {
 		return err
@@ -271,6 +272,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
+	ready()
 	return a.Run(ctx)
 }
 

@@ -62,7 +62,7 @@ func TestASlowClaimHoldsUpNoOtherClaimsAdvisories(t *testing.T) {
 
 	stopped := make(chan struct{})
 	go func() {
-		f.svc.Stop()
+		assert.NoError(t, f.running.Stop())
 		close(stopped)
 	}()
 	select {

@@ -89,6 +89,9 @@ func (d *durable) endpoints() []endpoint {
 // root leases and replies up again after every reconnect. ctx, which ends
 // with Stop, is every follow-up's.
 func (d *durable) start(ctx context.Context) error {
+	d.mu.Lock()
+	d.stopped = false // again after a start that failed
+	d.mu.Unlock()
 	d.ctx = ctx
 	follow, err := d.followReplies(ctx)
 	if err != nil {
@@ -102,7 +105,6 @@ func (d *durable) start(ctx context.Context) error {
 	return nil
 }
 
-// stop ends the follow-ups; ctx, the worker's, has ended them already.
 // goBackground runs fn as a follow-up unless the half stops, and reports
 // whether it did.
 func (d *durable) goBackground(fn func()) bool {
@@ -115,6 +117,7 @@ func (d *durable) goBackground(fn func()) bool {
 	return true
 }
 
+// stop ends the follow-ups; ctx, the worker's, has ended them already.
 func (d *durable) stop() {
 	d.mu.Lock()
 	d.stopped = true

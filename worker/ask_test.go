@@ -16,18 +16,21 @@ import (
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/streams"
 )
 
 // fgTest is a worker on a real embedded server, with a fake clock for its
 // deadlines, an agent's caller Client and an answerer on their own connections.
 type fgTest struct {
-	t     *testing.T
-	env   *embeddedtest.Env
-	svc   *Worker
-	clock *clockwork.FakeClock
-	agent *caller.Client
-	ans   *answerer.Client
+	t       *testing.T
+	env     *embeddedtest.Env
+	svc     *Worker
+	running *ops.Started
+	clock   *clockwork.FakeClock
+	agent   *caller.Client
+	ans     *answerer.Client
 }
 
 func newFGTest(t *testing.T) *fgTest { return newFGTestOn(t, nil, nil) }
@@ -48,8 +51,7 @@ func newFGTestOn(t *testing.T, connect func(env *embeddedtest.Env) (*nats.Conn, 
 	if prepare != nil {
 		prepare(svc)
 	}
-	require.NoError(t, svc.Start(context.Background()))
-	t.Cleanup(svc.Stop)
+	running := opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 
 	agentNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
 	agent, err := caller.New(context.Background(), agentNC, caller.Config{ReleaseBound: time.Second, Log: log})
@@ -60,7 +62,7 @@ func newFGTestOn(t *testing.T, connect func(env *embeddedtest.Env) (*nats.Conn, 
 	ans, err := answerer.New(ansNC, answerer.Config{ReleaseBound: time.Second, Log: log})
 	require.NoError(t, err)
 	t.Cleanup(ans.Close)
-	return &fgTest{t: t, env: env, svc: svc, clock: clock, agent: agent, ans: ans}
+	return &fgTest{t: t, env: env, svc: svc, running: running, clock: clock, agent: agent, ans: ans}
 }
 
 // live registers a live root for sid and returns its ref (M9).

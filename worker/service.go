@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -131,8 +132,9 @@ type Worker struct {
 	// svc announces the service and counts its requests (micro.go).
 	svc *announcement
 
-	mu      sync.Mutex // guards running during Start and Stop
-	running bool
+	running atomic.Bool // a Worker runs once at a time
+	// ctx is the requests' and the halves' background work's; it ends
+	// when Run stops.
 	ctx     context.Context
 	cancel  context.CancelFunc
 	slots   chan struct{}
@@ -177,7 +179,7 @@ type request struct {
 }
 
 // New builds a Worker on nc and js over the provisioned topology. It
-// serves nothing until Start.
+// serves nothing until Run.
 func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Config, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.Default()
@@ -211,15 +213,29 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 // Roots is the live-root registry the service checks callers against (M9).
 func (w *Worker) Roots() *liveroot.Registry { return w.roots }
 
-// Start starts every part and then announces the micro service, so no
-// request arrives before the parts can serve it. ctx bounds the start
-// only; the service runs until Stop.
-func (w *Worker) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.running {
-		return holdover.Newf(holdover.CodeInternal, "%s service already started", userquestions.Name)
+// Run serves the service until ctx ends, the lifecycle of an
+// [ops.Component]. It starts both halves and then announces the micro
+// service, so no request arrives before they can serve it, and calls
+// ready. When ctx ends it stops taking requests, ends the ones in
+// progress (their contexts are cancelled), waits for their replies, and
+// stops both halves: nothing it started outlives it. A failure to start
+// is returned; a Worker runs once at a time.
+func (w *Worker) Run(ctx context.Context, ready func()) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return holdover.Newf(holdover.CodeInternal, "%s service already running", userquestions.Name)
 	}
+	defer w.running.Store(false)
+	if err := w.start(ctx); err != nil {
+		return err
+	}
+	ready()
+	<-ctx.Done()
+	w.stop()
+	return nil
+}
+
+// start starts both halves and then announces the service.
+func (w *Worker) start(ctx context.Context) error {
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	var stops []func() // of the halves started, in order
 	fail := func(err error) error {
@@ -245,19 +261,13 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := w.svc.start(ctx, eps, w.handler); err != nil {
 		return fail(err)
 	}
-	w.running = true
 	w.log.Info("service started", "id", w.svc.id, "subjects", streams.ServicePrefix+".>")
 	return nil
 }
 
-// Stop stops taking requests, ends the ones in progress (their contexts
-// are cancelled), waits for their replies, and stops every part.
-func (w *Worker) Stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.running {
-		return
-	}
+// stop stops taking requests, ends the ones in progress (their contexts
+// are cancelled), waits for their replies, and stops both halves.
+func (w *Worker) stop() {
 	w.svc.stop()
 	w.setOpen(false)
 	w.cancel()
@@ -265,7 +275,6 @@ func (w *Worker) Stop() {
 	w.runners.wait()
 	w.durable.stop()
 	w.foreground.stop()
-	w.running = false
 }
 
 func (w *Worker) setOpen(open bool) {

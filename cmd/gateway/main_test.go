@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/cmd/internal/proctest"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
@@ -103,4 +104,34 @@ func TestGatewayProcessStartsOnAClusterWithoutQuorum(t *testing.T) {
 	c.Start(2)
 	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusOK, time.Minute, "ready once the quorum is back")
 	require.NotContains(t, gw.Output(), "stopped")
+}
+
+// Issue 25: a gateway whose NATS connection closes for good (its server
+// came back with authentication on and refuses it twice) has stopped
+// serving anything: the process exits non-zero, so its supervisor starts
+// it again, instead of running on with no NATS.
+func TestGatewayProcessExitsNonZeroWhenItsConnectionClosesForGood(t *testing.T) {
+	opts := embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
+	srv, err := embedded.Start(opts)
+	require.NoError(t, err)
+	_, js := embeddedtest.Connect(t, srv.ClientURL())
+	_, err = streams.Provision(context.Background(), js, streams.Config{})
+	require.NoError(t, err)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
+	listen := proctest.FreeAddr(t)
+	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
+	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusOK, 20*time.Second, "ready")
+
+	srv.Stop()
+	opts.Auth, err = auth.Init(t.TempDir())
+	require.NoError(t, err)
+	opts.StoreDir = t.TempDir()
+	back, err := embedded.Start(opts)
+	require.NoError(t, err)
+	t.Cleanup(back.Stop)
+
+	require.Equal(t, 1, gw.ExitCode(t, time.Minute), "%s", gw.Output())
+	require.Contains(t, gw.Output(), "the NATS connection closed for good")
+	require.Contains(t, gw.Output(), "stopping the process")
 }

@@ -76,5 +76,5 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return ops.Run(ctx, logger, agent)
+	return ops.Run(ctx, logger, ops.NATSConnection(nc), agent)
 }
