@@ -112,7 +112,7 @@ func TestAnAgentDeletesAnotherRuntimesInboxConsumer(t *testing.T) {
 	require.NoError(t, err)
 	reader, err := inbox.NewReader(aSessions, inbox.ReaderConfig{Name: "rta", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	t.Cleanup(func() { reader.Close(context.Background()) })
+	t.Cleanup(func() { require.NoError(t, reader.Close()) })
 	got := make(chan string, 8)
 	stop, err := reader.Follow(ctx, "s1", 0, func(q inbox.Queued) { got <- q.Message.ID })
 	require.NoError(t, err)

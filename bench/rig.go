@@ -232,7 +232,7 @@ func (r *Rig) startAgent(ctx context.Context) error {
 	if r.calls, err = caller.New(ctx, nc, caller.Config{Log: r.log}); err != nil {
 		return err
 	}
-	r.later(r.calls.Close)
+	r.later(func() { _ = r.calls.Close() })
 	r.tool, err = askuser.New(askuser.Config{Mode: askuser.ModeTimed}, r.calls)
 	return err
 }

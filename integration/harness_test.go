@@ -382,7 +382,7 @@ func newCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Client {
 	t.Helper()
 	c, err := caller.New(context.Background(), nc, cfg)
 	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
 	return c
 }
 

@@ -59,7 +59,7 @@ func start(t testing.TB, script string, opts ...option) *harness {
 		client: newCaller(t, env.Conn),
 	}
 	h.Logs = runtimetest.NewLogs(t, ctx, h.log, patience)
-	t.Cleanup(h.client.Close)
+	t.Cleanup(func() { require.NoError(t, h.client.Close()) })
 	h.service = worker.New(env.Conn, env.JS, env.Topology, worker.Config{
 		Clock: h.waits,
 	}, quiet())
@@ -145,6 +145,6 @@ func newCaller(t testing.TB, nc *nats.Conn) *caller.Client {
 	t.Helper()
 	c, err := caller.New(context.Background(), nc, caller.Config{})
 	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
 	return c
 }

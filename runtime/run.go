@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -89,7 +90,7 @@ type Runtime struct {
 	keepLease func()
 
 	// close releases what the Runtime made for itself: its question client.
-	close func()
+	close func() error
 	// closing ends when Close is called; agents are the Sessions Start runs.
 	closing    context.Context
 	stopAgents context.CancelFunc
@@ -191,21 +192,25 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 const flushTimeout = 10 * time.Second
 
 // Close stops the agents Start runs and waits until they have stopped
-// (each releases its Session), ends the root lease, then closes the
-// question client the Runtime made. Agents opened with Open and run by the
-// caller must be stopped first. After Close, Start fails. Close on a
+// (each releases its Session), closes the inbox reader, ends the root
+// lease, then closes the question client the Runtime made; it returns
+// once nothing of the Runtime runs. Agents opened with Open and run by
+// the caller must be stopped first. After Close, Start fails. Close on a
 // closed connection leaves the lease to NATS, which ends it within the
-// release bound.
-func (rt *Runtime) Close() {
+// release bound. Closing again does nothing.
+func (rt *Runtime) Close() error {
 	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
 	rt.closed = true
 	rt.mu.Unlock()
 	rt.stopAgents()
 	rt.agents.Wait()
+	var errs []error
 	if rt.inboxes != nil {
-		closing, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		rt.inboxes.Close(closing)
-		cancel()
+		errs = append(errs, rt.inboxes.Close())
 	}
 	if rt.keepLease != nil {
 		rt.keepLease()
@@ -213,12 +218,13 @@ func (rt *Runtime) Close() {
 		// root lease the release bound after this. Every Session was
 		// released above, so no answer waits on it meanwhile.
 		rt.leaseMu.Lock()
-		defer rt.leaseMu.Unlock()
 		rt.lease.Drop()
+		rt.leaseMu.Unlock()
 	}
 	if rt.close != nil {
-		rt.close()
+		errs = append(errs, rt.close())
 	}
+	return errors.Join(errs...)
 }
 
 // holdLeaseAgain runs after every reconnect. A disconnect longer than the

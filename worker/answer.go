@@ -124,6 +124,7 @@ func (d *durable) stop() {
 	d.mu.Unlock()
 	if d.following != nil {
 		d.following.Stop()
+		<-d.following.Closed() // its subscription is gone
 	}
 	d.background.Wait()
 	if d.recheck != nil {

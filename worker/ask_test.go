@@ -56,7 +56,7 @@ func newFGTestOn(t *testing.T, connect func(env *embeddedtest.Env) (*nats.Conn, 
 	agentNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
 	agent, err := caller.New(context.Background(), agentNC, caller.Config{ReleaseBound: time.Second, Log: log})
 	require.NoError(t, err)
-	t.Cleanup(agent.Close)
+	t.Cleanup(func() { require.NoError(t, agent.Close()) })
 
 	ansNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
 	ans, err := answerer.New(ansNC, answerer.Config{ReleaseBound: time.Second, Log: log})

@@ -47,7 +47,7 @@ func TestAskTimedRefusesACallTheLogDoesNotTrack_W9(t *testing.T) {
 	agentNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
 	agent, err := caller.New(context.Background(), agentNC, caller.Config{ReleaseBound: time.Second, Log: log})
 	require.NoError(t, err)
-	t.Cleanup(agent.Close)
+	t.Cleanup(func() { require.NoError(t, agent.Close()) })
 	sessions := sessionlog.New(env.JS, env.Topology.Sessions)
 
 	call := func(args string) events.Body {

@@ -51,7 +51,7 @@ func BenchmarkMCPAskLatency(b *testing.B) {
 	agent := conn(auth.Agent)
 	goClient, err := caller.New(ctx, agent.nc, caller.Config{})
 	require.NoError(b, err)
-	b.Cleanup(goClient.Close)
+	b.Cleanup(func() { require.NoError(b, goClient.Close()) })
 	kv, err := agent.js.KeyValue(ctx, streams.RootsBucket)
 	require.NoError(b, err)
 	goSid := "bench-go"
