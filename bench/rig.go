@@ -156,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (_ *Rig, err error) {
 	if r.answering, err = answerer.New(gw, answerer.Config{Log: r.log}); err != nil {
 		return nil, err
 	}
-	r.later(r.answering.Close)
+	r.later(func() { _ = r.answering.Close() })
 	return r, nil
 }
 

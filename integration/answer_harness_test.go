@@ -96,7 +96,7 @@ func (w *answerWorld) client() *answerer.Client {
 	nc, _ := w.env.As(w.t, auth.Gateway)
 	c, err := answerer.New(nc, answerer.Config{CallTimeout: 30 * time.Second})
 	require.NoError(w.t, err)
-	w.t.Cleanup(c.Close)
+	w.t.Cleanup(func() { require.NoError(w.t, c.Close()) })
 	return c
 }
 

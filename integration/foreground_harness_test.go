@@ -133,7 +133,7 @@ func (w *fgWorld) answerer(nc *nats.Conn) *answerer.Client {
 	w.t.Helper()
 	a, err := answerer.New(nc, answerer.Config{ReleaseBound: fgBound, Log: w.log})
 	require.NoError(w.t, err)
-	w.t.Cleanup(a.Close)
+	w.t.Cleanup(func() { require.NoError(w.t, a.Close()) })
 	return a
 }
 

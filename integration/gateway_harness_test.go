@@ -84,7 +84,7 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 	require.NoError(tb, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(tb, err)
-	tb.Cleanup(ans.Close) // after the gateway, which uses it
+	tb.Cleanup(func() { require.NoError(tb, ans.Close()) }) // after the gateway, which uses it
 	opstest.Start(tb, ops.Component{Name: "gateway", Run: func(ctx context.Context, ready func()) error { return srv.Run(ctx, ln, ready) }})
 	return srv, "ws://" + ln.Addr().String() + "/ws"
 }

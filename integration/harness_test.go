@@ -393,6 +393,6 @@ func newUser(t testing.TB, nc *nats.Conn, timeout time.Duration) *answerer.Clien
 	t.Helper()
 	a, err := answerer.New(nc, answerer.Config{CallTimeout: timeout})
 	require.NoError(t, err)
-	t.Cleanup(a.Close)
+	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	return a
 }

@@ -161,7 +161,7 @@ func answerFirstOn(t testing.TB, nc *nats.Conn, sid string, answers []holdover.A
 	client := settleFirst{answers: answers, errs: make(chan error, 1)}
 	a, err := answerer.New(nc, answerer.Config{Log: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	t.Cleanup(a.Close)
+	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	watch, err := a.Watch(context.Background(), sid, client)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = watch.Close(context.Background()) })

@@ -44,7 +44,7 @@ func startDurable(t *testing.T) *durableRig {
 	running := opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 	client, err := answerer.New(env.Conn, answerer.Config{CallTimeout: 10 * time.Second})
 	require.NoError(t, err)
-	t.Cleanup(client.Close)
+	t.Cleanup(func() { require.NoError(t, client.Close()) })
 	return &durableRig{
 		env: env, svc: svc, running: running, metrics: m,
 		client: client,
@@ -368,7 +368,7 @@ func TestD7ReplyStoredWithNoWorkerIsFollowedWhenOneStarts(t *testing.T) {
 
 	client, err := answerer.New(env.Conn, answerer.Config{CallTimeout: 10 * time.Second})
 	require.NoError(t, err)
-	t.Cleanup(client.Close)
+	t.Cleanup(func() { require.NoError(t, client.Close()) })
 	v, err := client.View(ctx, "stranded")
 	require.NoError(t, err)
 	require.Len(t, v.Active, 1)

@@ -61,7 +61,7 @@ func newFGTestOn(t *testing.T, connect func(env *embeddedtest.Env) (*nats.Conn, 
 	ansNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
 	ans, err := answerer.New(ansNC, answerer.Config{ReleaseBound: time.Second, Log: log})
 	require.NoError(t, err)
-	t.Cleanup(ans.Close)
+	t.Cleanup(func() { require.NoError(t, ans.Close()) })
 	return &fgTest{t: t, env: env, svc: svc, running: running, clock: clock, agent: agent, ans: ans}
 }
 

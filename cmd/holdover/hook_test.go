@@ -97,7 +97,7 @@ func newUser(t *testing.T, dev devServer) *answerer.Client {
 	nc, _ := embeddedtest.Connect(t, dev.url, opts...)
 	user, err := answerer.New(nc, answerer.Config{})
 	require.NoError(t, err)
-	t.Cleanup(user.Close)
+	t.Cleanup(func() { require.NoError(t, user.Close()) })
 	return user
 }
 

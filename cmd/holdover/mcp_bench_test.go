@@ -45,7 +45,7 @@ func BenchmarkMCPAskLatency(b *testing.B) {
 	}
 	user, err := answerer.New(conn(auth.Gateway).nc, answerer.Config{})
 	require.NoError(b, err)
-	b.Cleanup(user.Close)
+	b.Cleanup(func() { require.NoError(b, user.Close()) })
 
 	// The Go client: a live root of its own Session and its caller lease.
 	agent := conn(auth.Agent)

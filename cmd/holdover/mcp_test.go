@@ -41,7 +41,7 @@ func TestMCPRoundTrip(t *testing.T) {
 	gnc, _ := env.As(t, auth.Gateway)
 	user, err := answerer.New(gnc, answerer.Config{})
 	require.NoError(t, err)
-	t.Cleanup(user.Close)
+	t.Cleanup(func() { require.NoError(t, user.Close()) })
 
 	bin := filepath.Join(t.TempDir(), "holdover")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
