@@ -64,7 +64,16 @@ func TestRunRefusesABadTokenFile(t *testing.T) {
 // /healthz while it is down, ready again by itself once it is back
 // (issue 22).
 func TestGatewayProcessRidesOutAServerRestart(t *testing.T) {
-	opts := embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
+	opts, srv, gw, listen := gatewayOnAServer(t)
+	proctest.RidesOutAServerRestart(t, gw, "http://"+listen+"/healthz", srv, opts)
+}
+
+// gatewayOnAServer starts a NATS server on a fixed port with the
+// topology, with opts to start it again as itself, and a gateway process
+// on it that serves on listen.
+func gatewayOnAServer(t *testing.T) (opts embedded.Options, srv *embedded.Server, gw *proctest.Process, listen string) {
+	t.Helper()
+	opts = embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
 	srv, err := embedded.Start(opts)
 	require.NoError(t, err)
 	_, js := embeddedtest.Connect(t, srv.ClientURL())
@@ -72,9 +81,9 @@ func TestGatewayProcessRidesOutAServerRestart(t *testing.T) {
 	require.NoError(t, err)
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
-	listen := proctest.FreeAddr(t)
-	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
-	proctest.RidesOutAServerRestart(t, gw, "http://"+listen+"/healthz", srv, opts)
+	listen = proctest.FreeAddr(t)
+	gw = proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
+	return opts, srv, gw, listen
 }
 
 // A gateway process on a cluster that loses its quorum is not ready on
@@ -111,19 +120,11 @@ func TestGatewayProcessStartsOnAClusterWithoutQuorum(t *testing.T) {
 // serving anything: the process exits non-zero, so its supervisor starts
 // it again, instead of running on with no NATS.
 func TestGatewayProcessExitsNonZeroWhenItsConnectionClosesForGood(t *testing.T) {
-	opts := embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
-	srv, err := embedded.Start(opts)
-	require.NoError(t, err)
-	_, js := embeddedtest.Connect(t, srv.ClientURL())
-	_, err = streams.Provision(context.Background(), js, streams.Config{})
-	require.NoError(t, err)
-	tokens := filepath.Join(t.TempDir(), "tokens.json")
-	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
-	listen := proctest.FreeAddr(t)
-	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
+	opts, srv, gw, listen := gatewayOnAServer(t)
 	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusOK, 20*time.Second, "ready")
 
 	srv.Stop()
+	var err error
 	opts.Auth, err = auth.Init(t.TempDir())
 	require.NoError(t, err)
 	opts.StoreDir = t.TempDir()
