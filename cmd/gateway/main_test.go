@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/cmd/internal/proctest"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
@@ -123,14 +122,7 @@ func TestGatewayProcessExitsNonZeroWhenItsConnectionClosesForGood(t *testing.T) 
 	opts, srv, gw, listen := gatewayOnAServer(t)
 	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusOK, 20*time.Second, "ready")
 
-	srv.Stop()
-	var err error
-	opts.Auth, err = auth.Init(t.TempDir())
-	require.NoError(t, err)
-	opts.StoreDir = t.TempDir()
-	back, err := embedded.Start(opts)
-	require.NoError(t, err)
-	t.Cleanup(back.Stop)
+	proctest.RestartRefusing(t, srv, opts)
 
 	require.Equal(t, 1, gw.ExitCode(t, time.Minute), "%s", gw.Output())
 	require.Contains(t, gw.Output(), "the NATS connection closed for good")

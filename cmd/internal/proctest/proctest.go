@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -168,6 +169,22 @@ func RidesOutAServerRestart(t *testing.T, p *Process, health string, srv *embedd
 	AwaitHealth(t, health, http.StatusOK, patience, "ready again once the server is back")
 	t.Logf("ready again %v after the server was back", time.Since(started).Round(time.Millisecond))
 	require.Contains(t, p.Output(), "reconnected to NATS")
+}
+
+// RestartRefusing stops srv (started with opts, a fixed port) and starts
+// it again on the same address with authentication on, under credentials
+// nobody holds: every client it had is refused on its reconnect, twice,
+// and so closes its connection for good.
+func RestartRefusing(t *testing.T, srv *embedded.Server, opts embedded.Options) {
+	t.Helper()
+	srv.Stop()
+	var err error
+	opts.Auth, err = auth.Init(t.TempDir())
+	require.NoError(t, err)
+	opts.StoreDir = t.TempDir()
+	back, err := embedded.Start(opts)
+	require.NoError(t, err)
+	t.Cleanup(back.Stop)
 }
 
 // Cluster is embedded servers routed into one JetStream cluster on
