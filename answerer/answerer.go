@@ -90,7 +90,11 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 }
 
 // Close stops the answerer's background work. Close open Watches first.
-func (a *Client) Close() { a.stop() }
+// It returns once that work has stopped; closing again does nothing.
+func (a *Client) Close() error {
+	a.stop()
+	return nil
+}
 
 // Answer sends a late answer to a continued call (D6). A result with
 // Accepted false means the call is unknown or not continued; REPLY_QUEUED

@@ -18,6 +18,8 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
@@ -119,7 +121,7 @@ func TestAnAgentDeletesAnotherRuntimesInboxConsumer(t *testing.T) {
 	require.NoError(t, err)
 	reader, err := inbox.NewReader(aSessions, inbox.ReaderConfig{Name: "rta", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	t.Cleanup(func() { reader.Close(context.Background()) })
+	t.Cleanup(func() { require.NoError(t, reader.Close()) })
 	got := make(chan string, 8)
 	stop, err := reader.Follow(ctx, "s1", 0, func(q inbox.Queued) { got <- q.Message.ID })
 	require.NoError(t, err)
@@ -205,8 +207,7 @@ func TestAFloodOfConsumersIsBounded(t *testing.T) {
 		top, err := streams.Open(ctx, wjs)
 		require.NoError(t, err)
 		svc := worker.New(wnc, wjs, top, worker.Config{ConsumerIdle: 500 * time.Millisecond, SweepEvery: 100 * time.Millisecond}, slog.New(slog.DiscardHandler))
-		require.NoError(t, svc.Start(ctx))
-		t.Cleanup(svc.Stop)
+		opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 	}
 	consumers := func(js jetstream.JetStream, stream string) (n int, flood int) {
 		s, err := js.Stream(ctx, stream)

@@ -20,6 +20,7 @@ import (
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
 	"github.com/holdover-dev/holdover/streams"
@@ -185,8 +186,7 @@ func TestIndirectDenials(t *testing.T) {
 	m := ops.NewMetrics()
 	wnc, wjs := env.As(t, auth.Worker)
 	svc := worker.New(wnc, wjs, env.Topology, worker.Config{Metrics: m}, slog.New(slog.DiscardHandler))
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(svc.Stop)
+	opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 	rt := runAgent(t, env, m)
 
 	var rows strings.Builder

@@ -278,7 +278,7 @@ func (f *fanOut) serveGateway(ctx context.Context) (wsURL string, stop func(), e
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Serve(serving, ln)
+		_ = srv.Run(serving, ln, func() {})
 	}()
 	return "ws://" + ln.Addr().String() + "/ws", func() {
 		end()

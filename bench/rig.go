@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -157,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (_ *Rig, err error) {
 	if r.answering, err = answerer.New(gw, answerer.Config{Log: r.log}); err != nil {
 		return nil, err
 	}
-	r.later(r.answering.Close)
+	r.later(func() { _ = r.answering.Close() })
 	return r, nil
 }
 
@@ -202,24 +201,16 @@ func (r *Rig) startWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svc := worker.New(nc, js, top, worker.Config{Views: store}, r.log)
-	if err := svc.Start(ctx); err != nil {
-		return err
-	}
-	r.later(svc.Stop)
-	// The endpoints are subscribed; a flush makes the server know it
-	// before another connection calls them.
-	if err := nc.FlushTimeout(10 * time.Second); err != nil {
-		return holdover.Wrap(err, holdover.CodeInternal, "start the question worker")
-	}
+	// In the order of a question worker process (cmd/internal/questionworker).
 	folder := projection.NewWorker(store, inbox.NewReplies(foldJS, foldTop.Sessions, store), projection.WorkerConfig{Logger: r.log})
-	folding, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = folder.Run(folding)
-	}()
-	r.later(func() { stop(); <-done })
+	svc := worker.New(nc, js, top, worker.Config{Views: store}, r.log)
+	for _, c := range []ops.Component{{Name: "projection", Run: folder.Run}, {Name: "userQuestions", Run: svc.Run}} {
+		running, err := ops.Start(ctx, c)
+		if err != nil {
+			return err
+		}
+		r.later(func() { _ = running.Stop() })
+	}
 	return nil
 }
 
@@ -241,7 +232,7 @@ func (r *Rig) startAgent(ctx context.Context) error {
 	if r.calls, err = caller.New(ctx, nc, caller.Config{Log: r.log}); err != nil {
 		return err
 	}
-	r.later(r.calls.Close)
+	r.later(func() { _ = r.calls.Close() })
 	r.tool, err = askuser.New(askuser.Config{Mode: askuser.ModeTimed}, r.calls)
 	return err
 }

@@ -74,7 +74,7 @@ type Bridge struct {
 	leaseMu   sync.Mutex
 	lease     *lease.Lease
 	keepLease func()
-	close     func()
+	close     func() error
 }
 
 // New connects the bridge to the topology and holds its root lease.
@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg Config) (*Bridge, error) {
 
 // Close ends the root lease and the question client. Release the hosts
 // first.
-func (b *Bridge) Close() {
+func (b *Bridge) Close() error {
 	if b.keepLease != nil {
 		b.keepLease()
 		b.leaseMu.Lock()
@@ -134,8 +134,9 @@ func (b *Bridge) Close() {
 		b.leaseMu.Unlock()
 	}
 	if b.close != nil {
-		b.close()
+		return b.close()
 	}
+	return nil
 }
 
 // holdLeaseAgain holds the root lease again after a reconnect that

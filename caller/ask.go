@@ -27,6 +27,9 @@ type pendingCall struct {
 	token  string
 	frames chan *nats.Msg // the accepted frame, then the reply
 	ended  chan struct{}  // closed with err set when the call cannot get a reply
+	// expiry forgets an abandoned call whose worker is not known yet
+	// once the release bound has passed; guarded by Client.mu.
+	expiry *time.Timer
 
 	mu        sync.Mutex
 	worker    string
@@ -154,7 +157,7 @@ func (c *Client) waitCall(ctx context.Context, op string, in any, deadline time.
 				if pc.accept(acc) {
 					// Abandoned while this frame was on its way here.
 					c.forget(pc)
-					go c.sendAbort(acc.Owner, acc.RequestID)
+					c.abort(acc.Owner, acc.RequestID)
 					continue
 				}
 				lost, unwatch = c.workers.Watch(ctx, acc.Owner)
@@ -174,7 +177,7 @@ func (c *Client) waitCall(ctx context.Context, op string, in any, deadline time.
 				c.forget(pc)
 				return reply(ctx, op, m)
 			}
-			c.abandon(pc, true) // its worker aborts the wait when it wakes
+			c.abandon(pc) // its worker aborts the wait when it wakes
 			return nil, errWorkerLost
 		case <-pc.ended:
 			pc.mu.Lock()
@@ -190,7 +193,7 @@ func (c *Client) waitCall(ctx context.Context, op string, in any, deadline time.
 			defer pc.mu.Unlock()
 			return nil, pc.err
 		case <-ctx.Done():
-			c.abandon(pc, true)
+			c.abandon(pc)
 			return nil, aborted(ctx)
 		}
 	}
@@ -282,12 +285,18 @@ func (c *Client) open() (*pendingCall, string) {
 	return pc, c.lease.Name()
 }
 
+// forget unregisters pc: its reply, if it still comes, goes to nobody.
 func (c *Client) forget(pc *pendingCall) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.calls[pc.token] == pc {
-		delete(c.calls, pc.token)
+	if c.calls[pc.token] != pc {
+		return
 	}
+	delete(c.calls, pc.token)
+	if pc.expiry != nil {
+		pc.expiry.Stop()
+	}
+	c.leaveIfEmpty()
 }
 
 // accept records the worker and request an accepted frame names, and
@@ -301,15 +310,14 @@ func (pc *pendingCall) accept(acc userquestions.Accepted) (abandoned bool) {
 }
 
 // abandon ends a call whose caller stopped waiting: its worker is told to
-// abort the wait (ASK_ABORTED), at once when it is known, on its own
-// goroutine when async, else by the caller of abandon, which gets the
-// worker and request back. If the worker is not known yet, the call stays
-// registered until its accepted frame names one (onReply, or the waiting
-// call when the frame was already on its way to it), or its reply or the
-// release bound shows there is nothing to abort.
-func (c *Client) abandon(pc *pendingCall, async bool) (worker, id string) {
+// abort the wait (ASK_ABORTED) at once when it is known. If the worker is
+// not known yet, the call stays registered until its accepted frame names
+// one (onReply, or the waiting call when the frame was already on its way
+// to it), or its reply or the release bound shows there is nothing to
+// abort.
+func (c *Client) abandon(pc *pendingCall) {
 	pc.mu.Lock()
-	worker, id = pc.worker, pc.requestID
+	worker, id := pc.worker, pc.requestID
 	if worker == "" {
 		if acc, ok := pendingAccepted(pc); ok {
 			worker, id = acc.Owner, acc.RequestID
@@ -319,15 +327,21 @@ func (c *Client) abandon(pc *pendingCall, async bool) (worker, id string) {
 	}
 	pc.mu.Unlock()
 	if worker == "" {
-		time.AfterFunc(c.cfg.ReleaseBound, func() { c.forget(pc) })
-		return "", ""
+		c.mu.Lock()
+		if c.calls[pc.token] == pc {
+			pc.expiry = time.AfterFunc(c.cfg.ReleaseBound, func() { c.forget(pc) })
+		}
+		c.mu.Unlock()
+		return
 	}
 	c.forget(pc)
-	if async {
-		go c.sendAbort(worker, id)
-		return "", ""
-	}
-	return worker, id
+	c.abort(worker, id)
+}
+
+// abort tells worker to abort request id on a goroutine of its own, which
+// Close waits for.
+func (c *Client) abort(worker, id string) {
+	c.goBackground(func() { c.sendAbort(worker, id) })
 }
 
 // sendAbort tells worker to abort request id, retrying while the worker is
@@ -358,7 +372,7 @@ func (c *Client) onReply(m *nats.Msg) {
 	if pc.abandoned {
 		c.forget(pc)
 		if acc, ok := acceptedFrame(m); ok {
-			go c.sendAbort(acc.Owner, acc.RequestID)
+			c.abort(acc.Owner, acc.RequestID)
 		}
 		return
 	}

@@ -1,6 +1,7 @@
 package caller
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -80,8 +81,13 @@ func (b *backstop) stop() {
 	b.timer.Stop()
 }
 
-// check asks the call's worker about it, on the timer's goroutine.
+// check asks the call's worker about it, on the timer's goroutine, which
+// the Client's Close waits for and whose ask it ends.
 func (b *backstop) check() {
+	if !b.c.track() {
+		return // closed: the call has ended
+	}
+	defer b.c.background.Done()
 	b.pc.mu.Lock()
 	worker, id := b.pc.worker, b.pc.requestID
 	b.pc.mu.Unlock()
@@ -92,11 +98,15 @@ func (b *backstop) check() {
 		// No accepted frame yet: the worker that took the call is frozen
 		// before it could say so, or its frame is on the way.
 	default:
-		reply, err := b.c.nc.Request(userquestions.WorkerSubject(worker, userquestions.VerbStatus), []byte(id), b.every)
+		ctx, cancel := context.WithTimeout(b.c.closing, b.every)
+		reply, err := b.c.nc.RequestWithContext(ctx, userquestions.WorkerSubject(worker, userquestions.VerbStatus), []byte(id))
+		cancel()
 		switch {
 		case err == nil:
 			live = string(reply.Data) == "live"
-		case errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
+		case b.c.closing.Err() != nil:
+			return // closed: the call has ended
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
 			lost = true
 		default:
 			// The caller's own connection is in trouble: its reconnect

@@ -65,7 +65,7 @@ func backstopClient(t *testing.T, url string) *Client {
 	nc, _ := embeddedtest.Connect(t, url)
 	c, err := New(context.Background(), nc, Config{ReleaseBound: userquestions.MinReleaseBound})
 	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
 	return c
 }
 

@@ -8,6 +8,7 @@ package caller
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -69,11 +70,21 @@ type Client struct {
 	mux     *nats.Subscription
 	workers *leases.Watcher
 	stop    func()
+	// closing ends with Close, and with it the backstops' asks.
+	closing context.Context
+	cancel  context.CancelFunc
 
 	mu     sync.Mutex
 	closed bool
 	lease  *leases.Lease
 	calls  map[string]*pendingCall
+	// left is closed once a closed Client has no call left registered.
+	left     chan struct{}
+	leftOnce sync.Once
+	// background is the work of calls that ended (aborts, backstop asks),
+	// which Close waits for; drained refuses more once it does.
+	background sync.WaitGroup
+	drained    bool
 }
 
 // New returns a Client on nc, holding its caller lease and subscribed for
@@ -92,12 +103,15 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Client, error) {
 		log:    cfg.Log,
 		prefix: nc.NewInbox() + ".",
 		calls:  make(map[string]*pendingCall),
+		left:   make(chan struct{}),
 	}
+	c.closing, c.cancel = context.WithCancel(context.Background())
 	if c.mux, err = nc.Subscribe(c.prefix+"*", c.onReply); err != nil {
 		return nil, holdover.Wrap(err, holdover.CodeInternal, "subscribe for replies")
 	}
 	if c.lease, err = leases.Hold(ctx, nc, js, userquestions.RoleCaller, "", cfg.ReleaseBound); err != nil {
 		_ = c.mux.Unsubscribe()
+		c.cancel()
 		return nil, err
 	}
 	// A caller's calls go to a few workers again and again: their leases
@@ -105,7 +119,30 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Client, error) {
 	// and the reply behind it waits for none.
 	c.workers = leases.NewWatcher(nc, js, c.log, leases.KeepWatching)
 	c.stop = leases.OnReconnect(nc, 0, c.resync)
+	closed := nc.StatusChanged(nats.CLOSED)
+	c.background.Go(func() {
+		defer nc.RemoveStatusListener(closed)
+		if !nc.IsClosed() {
+			select {
+			case <-closed:
+			case <-c.closing.Done():
+				return
+			}
+		}
+		c.connectionClosed()
+	})
 	return c, nil
+}
+
+// connectionClosed ends every call in progress once the Client's
+// connection is closed for good: no reply can reach them.
+func (c *Client) connectionClosed() {
+	c.mu.Lock()
+	calls := slices.Collect(maps.Values(c.calls))
+	c.mu.Unlock()
+	for _, pc := range calls {
+		pc.end(holdover.Wrap(nats.ErrConnectionClosed, holdover.CodeInternal, "the agent's NATS connection closed before the question was answered"))
+	}
 }
 
 // Lease is the name of the Client's caller lease, which every ask and
@@ -117,18 +154,20 @@ func (c *Client) Lease() string {
 }
 
 // Close releases the Client: its lease ends, so the workers end the waits
-// of calls still in progress with ASK_ABORTED, and so do those calls.
-// Closing again does nothing.
-func (c *Client) Close() {
+// of calls still in progress with ASK_ABORTED, and so do those calls. It
+// returns once nothing of the Client runs: no abort, no backstop, no
+// timer. Closing again does nothing.
+func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return
+		return nil
 	}
 	c.closed = true
 	calls := slices.Collect(maps.Values(c.calls))
 	lease := c.lease
 	c.mu.Unlock()
+	c.cancel()
 	c.stop()
 	c.workers.Close()
 	// An agent may not delete consumers (package auth), so its lease ends
@@ -138,17 +177,57 @@ func (c *Client) Close() {
 	// once when the worker is known, else when the call's accepted frame
 	// (sent right after the request) arrives, which the reply subscription
 	// stays for, up to the release bound.
-	var aborts sync.WaitGroup
 	for _, pc := range calls {
-		worker, id := c.abandon(pc, false)
+		c.abandon(pc) // before its end, which the waiting call would take as no abandon
 		pc.end(holdover.New(holdover.CodeAskAborted, "the client was closed before the question was answered"))
-		if worker != "" {
-			aborts.Go(func() { c.sendAbort(worker, id) })
-		}
 	}
-	aborts.Wait()
 	lease.Drop()
-	time.AfterFunc(c.cfg.ReleaseBound, func() { _ = c.mux.Unsubscribe() })
+	c.mu.Lock()
+	c.leaveIfEmpty()
+	c.mu.Unlock()
+	<-c.left // each abandoned call leaves with its accepted frame, or its release bound
+	err := c.mux.Unsubscribe()
+	c.mu.Lock()
+	c.drained = true
+	c.mu.Unlock()
+	c.background.Wait()
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return nil // a closed connection has nothing left to unsubscribe
+	}
+	return err
+}
+
+// leaveIfEmpty closes left once a closed Client has no call left. The
+// caller holds c.mu.
+func (c *Client) leaveIfEmpty() {
+	if c.closed && len(c.calls) == 0 {
+		c.leftOnce.Do(func() { close(c.left) })
+	}
+}
+
+// track counts a goroutine of the Client's own (a backstop's timer) in
+// the background Close waits for, and reports whether it may run; it
+// calls background.Done when it ends.
+func (c *Client) track() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drained {
+		return false
+	}
+	c.background.Add(1)
+	return true
+}
+
+// goBackground runs fn on a goroutine Close waits for, and reports whether
+// it did: after Close has drained them, nothing new starts.
+func (c *Client) goBackground(fn func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drained {
+		return false
+	}
+	c.background.Go(fn)
+	return true
 }
 
 // View returns the Session's userQuestions projection, caught up to the

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -40,7 +39,7 @@ type Server struct {
 }
 
 // New builds a Server from cfg. It opens nothing: connections arrive
-// through Handler or Serve.
+// through Handler or Run.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -88,40 +87,27 @@ func (s *Server) MetricsHandler() http.Handler {
 	return ops.Handler(s.cfg.Metrics, ops.NATSConnected(s.cfg.NATS), ops.StreamAvailable(s.cfg.JetStream, streams.SessionsStream))
 }
 
-// Serve serves HTTP on ln until ctx ends, then closes every WebSocket
-// connection (each releases its claims and delegates its requests) and
-// returns once they are all gone.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// Run serves HTTP on ln until ctx ends, the lifecycle of an
+// ops.Component on the listener it is given: ready once it serves. Then
+// it stops taking connections, closes every WebSocket connection (each
+// releases its claims and delegates its requests) and returns once they
+// are all gone. It closes ln.
+func (s *Server) Run(ctx context.Context, ln net.Listener, ready func()) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 	}
 	s.log.Info("serving", "addr", ln.Addr().String())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	// Shutdown stops new connections; hijacked WebSockets are the
-	// server's own to end, in Close.
-	serr := srv.Shutdown(shutdown)
-	s.Close()
-	if err == nil {
-		if err = <-done; errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-	}
-	return errors.Join(err, serr)
+	// Shutting the HTTP server down stops new connections; hijacked
+	// WebSockets are the gateway's own to end, in close.
+	defer s.close()
+	return ops.Serve(ctx, srv, ln, ready)
 }
 
-// Close ends every WebSocket connection and waits for their teardown. The
+// close ends every WebSocket connection and waits for their teardown. The
 // handler refuses new ones afterwards.
-func (s *Server) Close() {
+func (s *Server) close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

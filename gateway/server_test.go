@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -41,20 +43,8 @@ func serveWith(t *testing.T, change func(*Config)) (base string, srv *Server, sh
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	var once bool
-	shutdown = func() {
-		if once {
-			return
-		}
-		once = true
-		cancel()
-		require.NoError(t, <-served)
-	}
-	t.Cleanup(shutdown)
-	return "http://" + ln.Addr().String(), srv, shutdown
+	running := opstest.Start(t, ops.Component{Name: "gateway", Run: func(ctx context.Context, ready func()) error { return srv.Run(ctx, ln, ready) }})
+	return "http://" + ln.Addr().String(), srv, func() { require.NoError(t, running.Stop()) }
 }
 
 func get(t *testing.T, url string) (int, string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -67,6 +68,11 @@ type Reader struct {
 	closed   bool
 	sessions map[string]*follower
 	shards   []*shard
+	// tasks are the reader's own goroutines (consumer updates, recoveries,
+	// watches of a consumption's end), which Close waits for; once it
+	// does, drained refuses more.
+	tasks   sync.WaitGroup
+	drained bool
 }
 
 // NewReader returns a reader of the inboxes in stream (SESSIONS).
@@ -366,16 +372,55 @@ func (r *Reader) leave(f *follower) {
 	f.drains.Wait()
 }
 
-// Close stops every consumer and deletes them. Stop the followers first.
-func (r *Reader) Close(ctx context.Context) {
+// Close stops following every Session still followed, stops every
+// consumer and deletes them (each within consumerTimeout; one that is not
+// deleted ends on its own when idle), and returns once none of the
+// reader's goroutines runs. Closing again does nothing.
+func (r *Reader) Close() error {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
 	r.closed = true
+	followers := slices.Collect(maps.Values(r.sessions))
 	shards := slices.Clone(r.shards)
 	r.mu.Unlock()
+	for _, f := range followers {
+		r.leave(f)
+	}
 	r.close()
 	for _, s := range shards {
-		s.stop(ctx)
+		s.stopConsuming()
 	}
+	r.mu.Lock()
+	r.drained = true
+	r.mu.Unlock()
+	r.tasks.Wait()
+	// Deleted by name, after the updates: one that was creating its
+	// consumer as Close began may have made it.
+	ctx, cancel := context.WithTimeout(context.Background(), consumerTimeout)
+	defer cancel()
+	var errs []error
+	for _, s := range shards {
+		errs = append(errs, s.delete(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// goLocked runs fn on a goroutine Close waits for, unless Close is past
+// waiting. The caller holds r.mu.
+func (r *Reader) goLocked(fn func()) {
+	if !r.drained {
+		r.tasks.Go(fn)
+	}
+}
+
+// goTask is goLocked for a caller that does not hold r.mu.
+func (r *Reader) goTask(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.goLocked(fn)
 }
 
 // shard is one consumer and the Sessions it follows. Its fields are
@@ -417,7 +462,7 @@ func (s *shard) update() *update {
 	u := s.next
 	if !s.updating {
 		s.updating = true
-		go s.applyUpdates()
+		s.r.goLocked(s.applyUpdates)
 	}
 	return u
 }
@@ -463,7 +508,11 @@ func (s *shard) applyUpdates() {
 func (s *shard) apply(ctx context.Context, filters []string) error {
 	r := s.r
 	if len(filters) == 0 {
-		s.stop(ctx)
+		if s.stopConsuming() {
+			if err := s.delete(ctx); err != nil {
+				r.log.Warn("delete an inbox consumer nobody follows", ops.Err(err))
+			}
+		}
 		return nil
 	}
 	cfg := jetstream.ConsumerConfig{
@@ -492,19 +541,23 @@ func (s *shard) apply(ctx context.Context, filters []string) error {
 		jetstream.PullHeartbeat(streams.PullHeartbeat),
 		jetstream.ConsumeErrHandler(func(cc jetstream.ConsumeContext, err error) {
 			if errors.Is(err, jetstream.ErrNoHeartbeat) {
-				go streams.StopIfGone(r.closing, r.stream, s.name, cc)
+				r.goTask(func() { streams.StopIfGone(r.closing, r.stream, s.name, cc) })
 			}
 		}))
 	if err != nil {
 		return holdover.Wrapf(err, holdover.CodeInternal, "consume inbox consumer %s", s.name)
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed { // Close began meanwhile and missed this consumption
+		cc.Stop()
+		return holdover.Newf(holdover.CodeInternal, "inbox reader %s is closed", r.cfg.Name)
+	}
 	s.cc = cc
-	r.mu.Unlock()
-	go func() {
+	r.goLocked(func() {
 		<-cc.Closed()
 		s.lost(cc)
-	}()
+	})
 	return nil
 }
 
@@ -514,20 +567,27 @@ func (s *shard) consumption() jetstream.ConsumeContext {
 	return s.cc
 }
 
-// stop ends the consumption and deletes the consumer.
-func (s *shard) stop(ctx context.Context) {
+// stopConsuming ends the consumption, and reports whether there was one.
+func (s *shard) stopConsuming() bool {
 	r := s.r
 	r.mu.Lock()
 	cc := s.cc
 	s.cc = nil
 	r.mu.Unlock()
 	if cc == nil {
-		return
+		return false
 	}
 	cc.Stop()
-	if err := r.stream.DeleteConsumer(ctx, s.name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		r.log.Warn("delete an inbox consumer; it ends when idle", "consumer", s.name, "idle", readerIdle, ops.Err(err))
+	return true
+}
+
+// delete deletes the consumer, if it exists; one it cannot delete ends
+// on its own once idle (readerIdle).
+func (s *shard) delete(ctx context.Context) error {
+	if err := s.r.stream.DeleteConsumer(ctx, s.name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return holdover.Wrapf(err, holdover.CodeInternal, "delete inbox consumer %s (it ends when idle for %v)", s.name, readerIdle)
 	}
+	return nil
 }
 
 // lost recovers the shard when the consumption cc ended without stop, or
@@ -544,7 +604,7 @@ func (s *shard) lost(cc jetstream.ConsumeContext) {
 	r.mu.Unlock()
 	cc.Stop()
 	r.log.Warn("an inbox consumer vanished; creating it again", "consumer", s.name)
-	go s.recover()
+	r.goTask(s.recover)
 }
 
 // recover creates the consumer again and catches every Session on it up

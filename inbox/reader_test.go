@@ -1,7 +1,6 @@
 package inbox_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -47,7 +46,7 @@ func newReader(t *testing.T, r *replyRig, size int) *inbox.Reader {
 	t.Helper()
 	rd, err := inbox.NewReader(r.env.Topology.Sessions, inbox.ReaderConfig{Name: "rt1", ShardSize: size})
 	require.NoError(t, err)
-	t.Cleanup(func() { rd.Close(context.Background()) })
+	t.Cleanup(func() { require.NoError(t, rd.Close()) })
 	return rd
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer/steertest"
@@ -65,15 +67,15 @@ func (w *answerWorld) open(js jetstream.JetStream) *streams.Topology {
 // worker starts what a question worker runs, each on a connection of its
 // own with worker credentials: the userQuestions service and a projection
 // worker, which writes the Views and the reply reservations' markers (D8).
-func (w *answerWorld) worker() *worker.Worker { return w.startWorker(true) }
+func (w *answerWorld) worker() *runningWorker { return w.startWorker(true) }
 
 // readingWorker is worker with the service apart from the projection
 // worker's Views, as in a process that runs no projection worker: its
 // late answers read before they write, never the one write from a kept
 // View, whatever the projection worker has proven by then.
-func (w *answerWorld) readingWorker() *worker.Worker { return w.startWorker(false) }
+func (w *answerWorld) readingWorker() *runningWorker { return w.startWorker(false) }
 
-func (w *answerWorld) startWorker(keep bool) *worker.Worker {
+func (w *answerWorld) startWorker(keep bool) *runningWorker {
 	_, folderJS := w.env.As(w.t, auth.Worker)
 	folderTop := w.open(folderJS)
 	store := projection.NewStore(folderJS, folderTop.Sessions, folderTop.Questions)
@@ -83,17 +85,9 @@ func (w *answerWorld) startWorker(keep bool) *worker.Worker {
 		cfg.Views = nil
 	}
 	svc := worker.New(nc, js, w.open(js), cfg, slog.New(slog.DiscardHandler))
-	require.NoError(w.t, svc.Start(context.Background()))
-	w.t.Cleanup(svc.Stop)
 	folder := projection.NewWorker(store, inbox.NewReplies(folderJS, folderTop.Sessions, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = folder.Run(ctx)
-	}()
-	w.t.Cleanup(func() { cancel(); <-done })
-	return svc
+	opstest.Start(w.t, ops.Component{Name: "projection", Run: folder.Run})
+	return runWorker(w.t, svc)
 }
 
 // client returns a client that answers late, as a gateway does for its
@@ -102,7 +96,7 @@ func (w *answerWorld) client() *answerer.Client {
 	nc, _ := w.env.As(w.t, auth.Gateway)
 	c, err := answerer.New(nc, answerer.Config{CallTimeout: 30 * time.Second})
 	require.NoError(w.t, err)
-	w.t.Cleanup(c.Close)
+	w.t.Cleanup(func() { require.NoError(w.t, c.Close()) })
 	return c
 }
 

@@ -151,7 +151,7 @@ func (g *browserGateway) start() {
 	g.addr = ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
+	go func() { served <- srv.Run(ctx, ln, func() {}) }()
 	g.nc, g.answerer, g.cancel, g.served = nc, ans, cancel, served
 }
 

@@ -476,7 +476,7 @@ func TestBrowserAReplyNoAgentHasReadShowsQueued(t *testing.T) {
 	viewQueued("stored-queued-after-reload")
 
 	rt := w.runtime("runtime-pool")
-	t.Cleanup(rt.Close)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
 	leave, err := rt.ServePool(w.ctx)
 	require.NoError(t, err)
 	t.Cleanup(leave)

@@ -318,7 +318,7 @@ func (w *confWorld) watch(sid string) *fgRecorder {
 	nc, _ := w.env.As(w.t, auth.Gateway)
 	a, err := answerer.New(nc, answerer.Config{ReleaseBound: confBound, Log: slog.New(slog.DiscardHandler)})
 	require.NoError(w.t, err)
-	w.t.Cleanup(a.Close)
+	w.t.Cleanup(func() { require.NoError(w.t, a.Close()) })
 	rec := &fgRecorder{requests: make(chan *answerer.Delivery, 10), cancels: make(chan fgCancel, 10)}
 	watch, err := a.Watch(w.ctx, sid, rec)
 	require.NoError(w.t, err)

@@ -17,6 +17,8 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/steer/steertest"
@@ -148,10 +150,7 @@ func TestFaultFolderKilledBetweenTheMarkerAndTheView(t *testing.T) {
 	require.False(t, held2, "released all the same")
 
 	folder := projection.NewWorker(views, replies, projection.WorkerConfig{AckWait: ackWait, Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- folder.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	opstest.Start(t, ops.Component{Name: "projection", Run: folder.Run})
 	kve := projectiontest.Folded(t, w.env.Topology.Questions, "folded", s.Last())
 	require.NotEmpty(t, kve.Value())
 	again, err := replies.Last(context.Background(), "folded", "call-1")
@@ -162,8 +161,7 @@ func TestFaultFolderKilledBetweenTheMarkerAndTheView(t *testing.T) {
 	require.True(t, equal, "stored %+v, folded %+v", check, folded)
 
 	svc := worker.New(w.env.Conn, w.env.JS, w.env.Topology, worker.Config{Views: views}, slog.New(slog.DiscardHandler))
-	require.NoError(t, svc.Start(context.Background()))
-	t.Cleanup(svc.Stop)
+	runWorker(t, svc)
 	res, err := w.client().Answer(context.Background(), holdover.AnswerRequest{Session: "folded", CallID: "call-1", Answers: steertest.Skip(qs)})
 	require.NoError(t, err)
 	require.True(t, res.Accepted, "the discarded reply left the call answerable")

@@ -128,9 +128,7 @@ func BenchmarkForegroundMemoryPerWait(b *testing.B) {
 	top, err := streams.Provision(ctx, js, streams.Config{Memory: true})
 	require.NoError(b, err)
 	svc := worker.New(nc, js, top, worker.Config{}, slog.New(slog.DiscardHandler))
-	require.NoError(b, svc.Start(ctx))
-	b.Cleanup(svc.Stop)
-	require.NoError(b, nc.Flush())
+	runWorker(b, svc)
 	epoch, err := svc.Roots().Register(ctx, "mem", "runtime-mem")
 	require.NoError(b, err)
 

@@ -18,6 +18,8 @@ import (
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/liveroot"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/worker"
@@ -40,7 +42,7 @@ type fgWorld struct {
 	t      testing.TB
 	env    *embeddedtest.Env
 	clock  *clockwork.FakeClock
-	worker *worker.Worker
+	worker *runningWorker
 	agent  *caller.Client
 	log    *slog.Logger
 }
@@ -83,9 +85,29 @@ func (w *fgWorld) as(r auth.Role) *nats.Conn {
 // creds is role r's credentials file, for a process of that role.
 func (w *fgWorld) creds(r auth.Role) string { return w.env.Auth.Creds(w.env.Tenant, r) }
 
+// runningWorker is a question service the test runs, with the methods of
+// its worker; Stop ends it as its process's end would.
+type runningWorker struct {
+	*worker.Worker
+	t       testing.TB
+	running *ops.Started
+}
+
+// runWorker runs svc until Stop or the test's end.
+func runWorker(t testing.TB, svc *worker.Worker) *runningWorker {
+	t.Helper()
+	return &runningWorker{Worker: svc, t: t, running: opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})}
+}
+
+// Stop stops the service and waits until it has.
+func (r *runningWorker) Stop() {
+	r.t.Helper()
+	require.NoError(r.t, r.running.Stop())
+}
+
 // startWorker runs a worker on nc (a worker's credentials), over the
 // topology as nc sees it, stopped when the test ends.
-func (w *fgWorld) startWorker(nc *nats.Conn) *worker.Worker {
+func (w *fgWorld) startWorker(nc *nats.Conn) *runningWorker {
 	w.t.Helper()
 	js, err := jetstream.New(nc)
 	require.NoError(w.t, err)
@@ -94,12 +116,7 @@ func (w *fgWorld) startWorker(nc *nats.Conn) *worker.Worker {
 	svc := worker.New(nc, js, top, worker.Config{
 		Clock: w.clock, ReleaseBound: fgBound,
 	}, w.log)
-	require.NoError(w.t, svc.Start(context.Background()))
-	w.t.Cleanup(svc.Stop)
-	// Start returns once the endpoints are subscribed on nc; a flush makes
-	// the server know it before another connection calls them.
-	require.NoError(w.t, nc.Flush())
-	return svc
+	return runWorker(w.t, svc) // ready: the server knows its endpoints
 }
 
 // conn opens a connection of the test's own, with every right (admin).
@@ -116,7 +133,7 @@ func (w *fgWorld) answerer(nc *nats.Conn) *answerer.Client {
 	w.t.Helper()
 	a, err := answerer.New(nc, answerer.Config{ReleaseBound: fgBound, Log: w.log})
 	require.NoError(w.t, err)
-	w.t.Cleanup(a.Close)
+	w.t.Cleanup(func() { require.NoError(w.t, a.Close()) })
 	return a
 }
 
@@ -155,7 +172,7 @@ func (w *fgWorld) roots() *liveroot.Registry {
 }
 
 // waitsAre waits until the worker holds n live waits.
-func (w *fgWorld) waitsAre(svc *worker.Worker, n int) {
+func (w *fgWorld) waitsAre(svc interface{ LiveWaits() int }, n int) {
 	w.t.Helper()
 	require.Eventually(w.t, func() bool { return svc.LiveWaits() == n }, fgPatience, time.Millisecond,
 		"want %d live waits, have %d", n, svc.LiveWaits())

@@ -19,6 +19,8 @@ import (
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/gateway"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/sessionlog"
 )
 
@@ -82,14 +84,8 @@ func serveGateway(tb testing.TB, natsURL string, nc *nats.Conn, limits gateway.L
 	require.NoError(tb, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(tb, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	tb.Cleanup(func() {
-		cancel()
-		require.NoError(tb, <-served)
-		ans.Close()
-	})
+	tb.Cleanup(func() { require.NoError(tb, ans.Close()) }) // after the gateway, which uses it
+	opstest.Start(tb, ops.Component{Name: "gateway", Run: func(ctx context.Context, ready func()) error { return srv.Run(ctx, ln, ready) }})
 	return srv, "ws://" + ln.Addr().String() + "/ws"
 }
 

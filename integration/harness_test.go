@@ -329,7 +329,7 @@ func (f *fleet) start() int {
 	w := projection.NewWorker(projection.NewStore(js, sessions, kv), inbox.NewReplies(js, sessions, nil), f.cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	m := &fleetWorker{nc: nc, cancel: cancel, done: make(chan error, 1)}
-	go func() { m.done <- w.Run(ctx) }()
+	go func() { m.done <- w.Run(ctx, func() {}) }()
 	f.next++
 	f.members[f.next] = m
 	return f.next
@@ -382,7 +382,7 @@ func newCaller(t testing.TB, nc *nats.Conn, cfg caller.Config) *caller.Client {
 	t.Helper()
 	c, err := caller.New(context.Background(), nc, cfg)
 	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
 	return c
 }
 
@@ -393,6 +393,6 @@ func newUser(t testing.TB, nc *nats.Conn, timeout time.Duration) *answerer.Clien
 	t.Helper()
 	a, err := answerer.New(nc, answerer.Config{CallTimeout: timeout})
 	require.NoError(t, err)
-	t.Cleanup(a.Close)
+	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	return a
 }

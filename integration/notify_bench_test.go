@@ -33,11 +33,10 @@ func BenchmarkNotifyBacklog(b *testing.B) {
 	publishAll(b, sessionlog.New(env.JS, env.Topology.Sessions), benchEvents(100, b.N), 16)
 	n, err := notify.New(env.JS, env.Topology.Sessions, env.Topology.Questions, cfg)
 	require.NoError(b, err)
-	run, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
 
 	b.ResetTimer()
-	go func() { done <- n.Run(run) }()
+	running, err := ops.Start(ctx, ops.Component{Name: "notify", Run: n.Run})
+	require.NoError(b, err)
 	for {
 		info, err := cons.Info(ctx)
 		require.NoError(b, err)
@@ -47,8 +46,7 @@ func BenchmarkNotifyBacklog(b *testing.B) {
 		time.Sleep(time.Millisecond)
 	}
 	b.StopTimer()
-	stop()
-	require.NoError(b, <-done)
+	require.NoError(b, running.Stop())
 	posted := notifytest.Count(b, metrics, "holdover_notify_delivered_total", "")
 	require.Equal(b, float64(len(notifytest.Keys(recv.Requests()))), posted, "each transition posted once")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")

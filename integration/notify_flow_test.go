@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/holdover-dev/holdover/notify"
 	"github.com/holdover-dev/holdover/notify/notifytest"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/runtime/runtimetest"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -38,17 +38,7 @@ func notifyAgents(t *testing.T, w *agentWorld) (*notifytest.Receiver, *ops.Metri
 		Webhooks: []notify.Webhook{hook}, WebURL: web, Metrics: metrics, Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	require.Eventually(t, func() bool {
-		_, err := js.Consumer(ctx, "SESSIONS", notify.DefaultDurable)
-		return err == nil
-	}, agentPatience, 5*time.Millisecond, "the notifier creates its consumer")
+	opstest.Start(t, ops.Component{Name: "notify", Run: n.Run}) // ready: consuming
 	return recv, metrics
 }
 

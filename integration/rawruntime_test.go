@@ -86,7 +86,7 @@ func TestARuntimeFromTheSchemasAlone(t *testing.T) {
 	clientConn, _ := env.As(t, auth.Gateway)
 	client, err := answerer.New(clientConn, answerer.Config{})
 	require.NoError(t, err)
-	t.Cleanup(client.Close)
+	t.Cleanup(func() { require.NoError(t, client.Close()) })
 	inTime := []holdover.Answer{{ID: "db", Selected: []string{"SQLite"}}}
 	seen := &fgRecorder{requests: make(chan *answerer.Delivery, 10), cancels: make(chan fgCancel, 10)}
 	watch, err := client.Watch(ctx, "s1", seen)

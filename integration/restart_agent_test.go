@@ -186,7 +186,7 @@ func (w *restartWorld) watch() *fgRecorder {
 	nc, _ := w.env.As(w.t, auth.Gateway)
 	a, err := answerer.New(nc, answerer.Config{ReleaseBound: userquestions.MinReleaseBound, Log: slog.New(slog.DiscardHandler)})
 	require.NoError(w.t, err)
-	w.t.Cleanup(a.Close)
+	w.t.Cleanup(func() { require.NoError(w.t, a.Close()) })
 	rec := &fgRecorder{requests: make(chan *answerer.Delivery, 10), cancels: make(chan fgCancel, 10)}
 	watch, err := a.Watch(w.ctx, restartSession, rec)
 	require.NoError(w.t, err)

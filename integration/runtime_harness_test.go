@@ -20,6 +20,8 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/logcheck"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
@@ -47,7 +49,7 @@ type agentWorld struct {
 	env               *embeddedtest.Env
 	clock             *clockwork.FakeClock
 	store             *projection.Store
-	worker            *worker.Worker
+	worker            *runningWorker
 	user              *answerer.Client
 	model             *runtimetest.Spy
 	script            *scripted.Script
@@ -74,11 +76,9 @@ func newAgentWorld(t *testing.T, script string) *agentWorld {
 	nc, js := env.As(t, auth.Worker)
 	top, err := streams.Open(ctx, js)
 	require.NoError(t, err)
-	w.worker = worker.New(nc, js, top, worker.Config{}, quiet)
-	require.NoError(t, w.worker.Start(ctx))
-	t.Cleanup(w.worker.Stop)
 	folder := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Sessions, nil), projection.WorkerConfig{Logger: quiet})
-	w.agents.Go(func() { _ = folder.Run(ctx) })
+	opstest.Start(t, ops.Component{Name: "projection", Run: folder.Run})
+	w.worker = runWorker(t, worker.New(nc, js, top, worker.Config{}, quiet))
 
 	userConn, _ := env.As(t, auth.Gateway)
 	w.user = newUser(t, userConn, agentPatience)
@@ -161,7 +161,7 @@ func answerFirstOn(t testing.TB, nc *nats.Conn, sid string, answers []holdover.A
 	client := settleFirst{answers: answers, errs: make(chan error, 1)}
 	a, err := answerer.New(nc, answerer.Config{Log: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	t.Cleanup(a.Close)
+	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	watch, err := a.Watch(context.Background(), sid, client)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = watch.Close(context.Background()) })

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"runtime/metrics"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,8 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
@@ -51,16 +52,9 @@ func runSessions(b *testing.B, n int) {
 	env := embeddedtest.Start(b, streams.Config{Memory: true})
 	quiet := slog.New(slog.DiscardHandler)
 	workerConn, workerJS := embeddedtest.Connect(b, env.Server.ClientURL())
-	worker := worker.New(workerConn, workerJS, env.Topology, worker.Config{}, quiet)
-	require.NoError(b, worker.Start(ctx))
-	defer worker.Stop()
 	store := projection.NewStore(workerJS, env.Topology.Sessions, env.Topology.Questions)
-	var background sync.WaitGroup
-	defer background.Wait()
-	defer cancel()
-	background.Go(func() {
-		_ = projection.NewWorker(store, inbox.NewReplies(workerJS, env.Topology.Sessions, nil), projection.WorkerConfig{Logger: quiet}).Run(ctx)
-	})
+	opstest.Start(b, ops.Component{Name: "projection", Run: projection.NewWorker(store, inbox.NewReplies(workerJS, env.Topology.Sessions, nil), projection.WorkerConfig{Logger: quiet}).Run})
+	runWorker(b, worker.New(workerConn, workerJS, env.Topology, worker.Config{}, quiet))
 
 	script, err := scripted.Parse(`ask db "Which database?" options Postgres,SQLite timeout 1
 work 3 steps of 200ms

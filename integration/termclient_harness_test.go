@@ -42,7 +42,7 @@ func newTermWorld(t *testing.T) *termWorld {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		_ = folder.Run(ctx)
+		_ = folder.Run(ctx, func() {})
 	}()
 	t.Cleanup(func() {
 		cancel()

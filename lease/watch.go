@@ -187,11 +187,14 @@ func (w *Watcher) Recheck(ctx context.Context) {
 }
 
 // OnReconnect calls fn after every reconnect of nc, and every interval
-// (when positive) as a slow safety net, until the returned stop is called.
-// fn gets a context that stop cancels.
+// (when positive) as a slow safety net, until the returned stop is called
+// or nc is closed. fn gets a context that stop cancels.
 func OnReconnect(nc *nats.Conn, interval time.Duration, fn func(context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	status := nc.StatusChanged(nats.CONNECTED)
+	status := nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
+	if nc.IsClosed() {
+		cancel() // closed before it could hear so
+	}
 	var tick <-chan time.Time
 	var ticker *time.Ticker
 	if interval > 0 {
@@ -203,8 +206,8 @@ func OnReconnect(nc *nats.Conn, interval time.Duration, fn func(context.Context)
 		defer close(done)
 		for {
 			select {
-			case _, ok := <-status:
-				if !ok { // the connection is closed for good
+			case s, ok := <-status:
+				if !ok || s == nats.CLOSED { // the connection is closed for good
 					return
 				}
 			case <-tick:

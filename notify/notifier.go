@@ -164,16 +164,18 @@ func New(js jetstream.JetStream, sessions jetstream.Stream, questions jetstream.
 
 // Run notifies until ctx ends, then hands every event it holds back to
 // the server and returns nil; a delivery cut short is made again from
-// the redelivered event, under the same key. When the consumer goes away
-// under it (an operator deleted it) it creates it again; it fails when it
-// cannot. A Notifier runs once at a time.
-func (n *Notifier) Run(ctx context.Context) error {
+// the redelivered event, under the same key. It calls ready once it
+// consumes (the lifecycle of an ops.Component). When the consumer goes
+// away under it (an operator deleted it) it creates it again; it fails
+// when it cannot. A Notifier runs once at a time.
+func (n *Notifier) Run(ctx context.Context, ready func()) error {
 	if !n.running.CompareAndSwap(false, true) {
 		return holdover.New(holdover.CodeConflict, "notifier is already running")
 	}
 	defer n.running.Store(false)
+	ready = sync.OnceFunc(ready)
 	for {
-		err := n.consume(ctx)
+		err := n.consume(ctx, ready)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -192,8 +194,9 @@ func (n *Notifier) Run(ctx context.Context) error {
 var errConsumerStopped = errors.New("consumer stopped")
 
 // consume creates the consumer and hands each delivered event to the
-// lane of its Session until ctx ends or the consumer stops.
-func (n *Notifier) consume(ctx context.Context) error {
+// lane of its Session until ctx ends or the consumer stops, calling
+// consuming once it consumes.
+func (n *Notifier) consume(ctx context.Context, consuming func()) error {
 	cons, err := n.consumer(ctx)
 	if err != nil {
 		if stillClosing(err) {
@@ -232,6 +235,7 @@ func (n *Notifier) consume(ctx context.Context) error {
 	}
 	wg.Go(func() { n.held.keepAlive(work, n.cfg.AckWait/3) })
 	n.log.Info("notifying webhooks of question transitions", "webhooks", len(n.cfg.Webhooks))
+	consuming()
 
 	var stopped error
 	select {

@@ -16,6 +16,7 @@ import (
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/notify/notifytest"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/steer/steertest"
 	"github.com/holdover-dev/holdover/streams"
@@ -46,23 +47,8 @@ func (w *world) start(cfg Config) running {
 	}
 	n, err := New(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions, cfg)
 	require.NoError(w.t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			require.NoError(w.t, <-done)
-		}
-	}
-	w.t.Cleanup(stop)
-	require.Eventually(w.t, func() bool {
-		_, err := w.env.JS.Consumer(context.Background(), streams.SessionsStream, cfg.ConsumerConfig().Durable)
-		return err == nil
-	}, patience, 5*time.Millisecond, "the notifier creates its consumer")
-	return running{metrics: cfg.Metrics, stop: stop}
+	started := opstest.Start(w.t, ops.Component{Name: "notify", Run: n.Run})
+	return running{metrics: cfg.Metrics, stop: func() { require.NoError(w.t, started.Stop()) }}
 }
 
 func (w *world) hook(r *notifytest.Receiver, f Format) Webhook {
@@ -165,15 +151,12 @@ func TestNotifierSeedsASessionThatRanBefore(t *testing.T) {
 			if projected {
 				folder := projection.NewWorker(projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions),
 					inbox.NewReplies(w.env.JS, w.env.Topology.Sessions, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- folder.Run(ctx) }()
+				folding := opstest.Start(t, ops.Component{Name: "projection", Run: folder.Run})
 				require.Eventually(t, func() bool {
-					v, found, err := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions).Get(ctx, "s1")
+					v, found, err := projection.NewStore(w.env.JS, w.env.Topology.Sessions, w.env.Topology.Questions).Get(context.Background(), "s1")
 					return err == nil && found && v.LastSeq == s.Last()
 				}, patience, 5*time.Millisecond)
-				cancel()
-				require.NoError(t, <-done)
+				require.NoError(t, folding.Stop())
 			}
 			recv := notifytest.NewReceiver(t, KeyHeader)
 			n := w.start(Config{Webhooks: []Webhook{w.hook(recv, FormatJSON)}})

@@ -83,32 +83,41 @@ func Handler(m *Metrics, checks ...Check) http.Handler {
 	return mux
 }
 
-// HTTPServer is a component serving h on addr. It binds before it reports
-// started, so a taken port fails the process at once, and shuts down
+// HTTPServer is a component serving h on addr. It is ready once it is
+// bound, so a taken port fails the process at once, and shuts down
 // gracefully when its context ends.
 func HTTPServer(name, addr string, h http.Handler, logger *slog.Logger) Component {
-	return Component{Name: name, Run: func(ctx context.Context) error {
+	return Component{Name: name, Run: func(ctx context.Context, ready func()) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		logger.Info("serving", "component", name, "addr", ln.Addr().String())
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ln) }()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-		}
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shutdown); err != nil {
-			return err
-		}
-		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
+		return Serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, ln, ready)
 	}}
+}
+
+// shutdownTimeout bounds a graceful shutdown of an HTTP server: the
+// requests in progress finish within it.
+const shutdownTimeout = 5 * time.Second
+
+// Serve runs srv on ln as a component's Run does: ready once it serves,
+// until ctx ends, then shut down gracefully within shutdownTimeout. It
+// closes ln.
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener, ready func()) error {
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	ready()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	serr := srv.Shutdown(shutdown)
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return errors.Join(err, serr)
+	}
+	return serr
 }

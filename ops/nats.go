@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -107,6 +109,27 @@ func (c NATSConfig) Connect(name string, logger *slog.Logger, extra ...nats.Opti
 		return nil, nil, fmt.Errorf("open JetStream at %s: %w", c.URL, err)
 	}
 	return nc, js, nil
+}
+
+// NATSConnection is a process's connection nc as a component: ready at
+// once, it fails when nc closes for good, so that the process exits
+// instead of serving nothing. A connection made by Connect reconnects
+// forever: it closes only when the server refuses it on a reconnect (its
+// credentials, twice in a row) or when the process closes it.
+func NATSConnection(nc *nats.Conn) Component {
+	return Component{Name: "nats " + nc.Opts.Name, Run: func(ctx context.Context, ready func()) error {
+		closed := nc.StatusChanged(nats.CLOSED)
+		defer nc.RemoveStatusListener(closed)
+		if !nc.IsClosed() {
+			ready()
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-closed:
+			}
+		}
+		return holdover.Wrap(cmp.Or(nc.LastError(), nats.ErrConnectionClosed), holdover.CodeInternal, "the NATS connection closed for good")
+	}}
 }
 
 func envOr(name, fallback string) string {

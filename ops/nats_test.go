@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -23,7 +24,9 @@ import (
 
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded"
+	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/streams"
 )
 
 // Credentials written by `holdover auth init` name their role, so the
@@ -89,4 +92,24 @@ func TestNATSConfigTLS(t *testing.T) {
 	nc.Close()
 	_, _, err = ops.NATSConfig{URL: url}.Connect("tls-test", slog.New(slog.DiscardHandler), nats.MaxReconnects(0))
 	require.ErrorContains(t, err, "certificate", "an unknown authority is refused")
+}
+
+// Issue 25: a process's NATS connection is a component that fails when
+// the connection closes for good, and stops cleanly when asked to.
+func TestNATSConnectionFailsWhenTheConnectionCloses(t *testing.T) {
+	env := embeddedtest.Start(t, streams.Config{Memory: true})
+	nc, err := nats.Connect(env.Server.ClientURL(), nats.Name("test"))
+	require.NoError(t, err)
+	running, err := ops.Start(context.Background(), ops.NATSConnection(nc))
+	require.NoError(t, err)
+	nc.Close()
+	<-running.Done()
+	require.ErrorContains(t, running.Stop(), "nats test: the NATS connection closed for good")
+
+	nc, err = nats.Connect(env.Server.ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	running, err = ops.Start(context.Background(), ops.NATSConnection(nc))
+	require.NoError(t, err)
+	require.NoError(t, running.Stop())
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,16 +155,92 @@ func TestLoggedErrorsShowTheirChainAndTheStackOnlyAtDebug(t *testing.T) {
 func TestRunStopsEveryComponentWhenOneFails(t *testing.T) {
 	stopped := make(chan string, 2)
 	waiter := func(name string) ops.Component {
-		return ops.Component{Name: name, Run: func(ctx context.Context) error {
+		return ops.Component{Name: name, Run: func(ctx context.Context, ready func()) error {
+			ready()
 			<-ctx.Done()
 			stopped <- name
 			return nil
 		}}
 	}
 	boom := errors.New("boom")
-	err := ops.Run(context.Background(), quiet, waiter("a"), ops.Component{Name: "failing", Run: func(context.Context) error { return boom }}, waiter("b"))
+	failing := ops.Component{Name: "failing", Run: func(_ context.Context, ready func()) error {
+		ready()
+		return boom
+	}}
+	err := ops.Run(context.Background(), quiet, waiter("a"), failing, waiter("b"))
 	assert.ErrorIs(t, err, boom)
-	assert.ElementsMatch(t, []string{"a", "b"}, []string{<-stopped, <-stopped})
+	assert.ErrorContains(t, err, "failing: boom")
+	// b starts if the failure comes after failing is ready; it relies on
+	// the ones before it, so it stops before a.
+	var order []string
+	for len(stopped) > 0 {
+		order = append(order, <-stopped)
+	}
+	assert.Contains(t, [][]string{{"a"}, {"b", "a"}}, order)
+}
+
+// Issue 25: a component that returns before it was asked to, even with
+// no error, fails the process: it serves nothing any more.
+func TestRunFailsWhenAComponentReturnsEarly(t *testing.T) {
+	err := ops.Run(context.Background(), quiet,
+		ops.Component{Name: "waits", Run: func(ctx context.Context, ready func()) error {
+			ready()
+			<-ctx.Done()
+			return nil
+		}},
+		ops.Component{Name: "quits", Run: func(_ context.Context, ready func()) error {
+			ready()
+			return nil
+		}})
+	assert.ErrorIs(t, err, ops.ErrStoppedEarly)
+	assert.ErrorContains(t, err, "quits: stopped before it was asked to")
+
+	err = ops.Run(context.Background(), quiet, ops.Component{Name: "never ready", Run: func(context.Context, func()) error { return nil }})
+	assert.ErrorIs(t, err, ops.ErrStoppedEarly, "also before it was ready")
+}
+
+// Issue 25: each component starts once the one before it is ready, and
+// they stop in the reverse order, each before the ones it may rely on.
+func TestRunStartsInOrderAndStopsInReverse(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		events []string
+	)
+	log := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	gate := make(chan struct{})
+	component := func(name string, before <-chan struct{}) ops.Component {
+		return ops.Component{Name: name, Run: func(ctx context.Context, ready func()) error {
+			log("start " + name)
+			if before != nil {
+				<-before // its start phase: ready only once this opens
+			}
+			ready()
+			<-ctx.Done()
+			log("stop " + name)
+			return nil
+		}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ops.Run(ctx, quiet, component("a", gate), component("b", nil), component("c", nil)) }()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) == 1
+	}, 10*time.Second, time.Millisecond)
+	close(gate)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) == 3
+	}, 10*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, <-errc)
+	assert.Equal(t, []string{"start a", "start b", "start c", "stop c", "stop b", "stop a"}, events)
 }
 
 func TestRunReturnsNilWhenAskedToStop(t *testing.T) {
@@ -171,7 +248,8 @@ func TestRunReturnsNilWhenAskedToStop(t *testing.T) {
 	started := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		errc <- ops.Run(ctx, quiet, ops.Component{Name: "w", Run: func(ctx context.Context) error {
+		errc <- ops.Run(ctx, quiet, ops.Component{Name: "w", Run: func(ctx context.Context, ready func()) error {
+			ready()
 			close(started)
 			<-ctx.Done()
 			return ctx.Err()
@@ -182,6 +260,36 @@ func TestRunReturnsNilWhenAskedToStop(t *testing.T) {
 	assert.NoError(t, <-errc)
 }
 
+// Start returns once the component is ready; Stop ends it and returns its
+// failure; a component that fails before it is ready fails the Start.
+func TestStartAndStop(t *testing.T) {
+	s, err := ops.Start(context.Background(), ops.Component{Name: "w", Run: func(ctx context.Context, ready func()) error {
+		ready()
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}})
+	require.NoError(t, err)
+	select {
+	case <-s.Done():
+		t.Fatal("ended before Stop")
+	default:
+	}
+	assert.NoError(t, s.Stop(), "the cancellation it was asked for is no failure")
+	assert.NoError(t, s.Stop(), "twice")
+
+	boom := errors.New("boom")
+	_, err = ops.Start(context.Background(), ops.Component{Name: "f", Run: func(context.Context, func()) error { return boom }})
+	assert.ErrorIs(t, err, boom)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = ops.Start(ctx, ops.Component{Name: "slow", Run: func(ctx context.Context, _ func()) error {
+		<-ctx.Done()
+		return nil
+	}})
+	assert.ErrorIs(t, err, context.Canceled, "asked to stop before it was ready")
+}
+
 func TestHTTPServerServesAndFailsOnATakenPort(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -190,7 +298,9 @@ func TestHTTPServerServesAndFailsOnATakenPort(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- ops.HTTPServer("metrics", addr, ops.Handler(ops.NewMetrics()), quiet).Run(ctx) }()
+	go func() {
+		errc <- ops.HTTPServer("metrics", addr, ops.Handler(ops.NewMetrics()), quiet).Run(ctx, func() {})
+	}()
 	var resp *http.Response
 	require.Eventually(t, func() bool {
 		resp, err = http.Get("http://" + addr + "/healthz")
@@ -199,7 +309,7 @@ func TestHTTPServerServesAndFailsOnATakenPort(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 
-	err = ops.HTTPServer("second", addr, http.NotFoundHandler(), quiet).Run(context.Background())
+	_, err = ops.Start(context.Background(), ops.HTTPServer("second", addr, http.NotFoundHandler(), quiet))
 	assert.True(t, err != nil && strings.Contains(err.Error(), "address already in use"), "got %v", err)
 	cancel()
 	assert.NoError(t, <-errc)

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover/events"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 )
@@ -103,12 +105,9 @@ func TestWorkerCountsAndLogsRejectedEventsOnce(t *testing.T) {
 		Metrics: e.metrics,
 		Logger:  slog.New(slog.NewJSONHandler(&syncBuffer{buf: &logs}, nil)),
 	})
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	running := opstest.Start(t, ops.Component{Name: "projection", Run: w.Run})
 	e.waitFolded(t, "s1", last)
-	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, running.Stop())
 
 	want := map[[2]string]float64{}
 	for _, tc := range rejectCases {

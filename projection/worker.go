@@ -140,19 +140,21 @@ func NewWorker(store *Store, replies *inbox.Replies, cfg WorkerConfig) *Worker {
 }
 
 // Run folds events until ctx ends, then hands every event it holds but
-// has not written back to the server for redelivery and returns nil. When
+// has not written back to the server for redelivery and returns nil (the
+// lifecycle of an ops.Component): it calls ready once it consumes. When
 // the consumer goes away under it (an operator deleted it to replay the
 // log, say) it creates it again, and while JetStream does not answer (a
 // cluster without a quorum) it tries again with a growing delay; it
 // fails when it is refused, or the connection is closed. A Worker runs
 // once at a time.
-func (w *Worker) Run(ctx context.Context) error {
+func (w *Worker) Run(ctx context.Context, ready func()) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return holdover.New(holdover.CodeConflict, "projection worker is already running")
 	}
 	defer w.running.Store(false)
+	ready = sync.OnceFunc(ready)
 	for unanswered := 0; ; {
-		err := w.consume(ctx)
+		err := w.consume(ctx, ready)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -185,8 +187,8 @@ var errConsumerStopped = errors.New("consumer stopped")
 const maxUnansweredDelay = 4 * time.Second
 
 // consume creates the shared consumer and folds what it delivers until
-// ctx ends or the consumer stops.
-func (w *Worker) consume(ctx context.Context) error {
+// ctx ends or the consumer stops, calling consuming once it consumes.
+func (w *Worker) consume(ctx context.Context, consuming func()) error {
 	cons, err := w.store.sessions.CreateOrUpdateConsumer(ctx, w.cfg.ConsumerConfig())
 	if err != nil {
 		return holdover.Wrapf(err, holdover.CodeInternal, "create consumer %s on %s", w.cfg.Durable, streams.SessionsStream)
@@ -232,6 +234,7 @@ func (w *Worker) consume(ctx context.Context) error {
 		late.Unlock()
 	}()
 	w.log.Info("folding Session events")
+	consuming()
 	for {
 		batch := make([]jetstream.Msg, 0, w.cfg.Batch)
 		select {

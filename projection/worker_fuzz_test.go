@@ -12,6 +12,8 @@ import (
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
@@ -39,10 +41,7 @@ func FuzzWorkerFoldsAnyStoredMessage(f *testing.F) {
 	env := embeddedtest.Start(f, streams.Config{Memory: true})
 	store := projection.NewStore(env.JS, env.Topology.Sessions, env.Topology.Questions)
 	w := projection.NewWorker(store, inbox.NewReplies(env.JS, env.Topology.Sessions, nil), projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	f.Cleanup(func() { cancel(); <-done })
+	opstest.Start(f, ops.Component{Name: "projection", Run: w.Run})
 
 	n := 0
 	f.Fuzz(func(t *testing.T, data []byte) {

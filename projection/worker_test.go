@@ -18,6 +18,7 @@ import (
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/inbox"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/sessionlog"
@@ -72,21 +73,8 @@ func (e *workerEnv) lastSeq(sid string) uint64 {
 func (e *workerEnv) run(t *testing.T, cfg projection.WorkerConfig) (stop func()) {
 	cfg.Metrics = e.metrics
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	w := projection.NewWorker(e.store, e.replies, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var stopped bool
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		require.NoError(t, <-done)
-	}
-	t.Cleanup(stop)
-	return stop
+	running := opstest.Start(t, ops.Component{Name: "projection", Run: projection.NewWorker(e.store, e.replies, cfg).Run})
+	return func() { require.NoError(t, running.Stop()) }
 }
 
 // waitFolded waits until Session sid's stored View has folded seq.
@@ -331,14 +319,8 @@ func TestStoreRejectsInvalidSessionIDs(t *testing.T) {
 func TestWorkerRunsOnceAtATime(t *testing.T) {
 	e := newWorkerEnv(t)
 	w := projection.NewWorker(e.store, e.replies, projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	e.append(t, "s", &events.TurnStart{Turn: "t"})
-	e.waitFolded(t, "s", e.lastSeq("s")) // the first Run is consuming
-	assert.Equal(t, holdover.CodeConflict, holdover.CodeOf(w.Run(ctx)))
-	cancel()
-	require.NoError(t, <-done)
+	opstest.Start(t, ops.Component{Name: "projection", Run: w.Run}) // ready: consuming
+	assert.Equal(t, holdover.CodeConflict, holdover.CodeOf(w.Run(context.Background(), func() {})))
 }
 
 // value reads a counter.

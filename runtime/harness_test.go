@@ -17,6 +17,7 @@ import (
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/runtime"
 	"github.com/holdover-dev/holdover/runtime/model"
 	"github.com/holdover-dev/holdover/runtime/model/scripted"
@@ -62,12 +63,11 @@ func start(t testing.TB, script string, opts ...option) *harness {
 		metrics: ops.NewMetrics(),
 	}
 	h.Logs = runtimetest.NewLogs(t, ctx, h.log, patience)
-	t.Cleanup(h.client.Close)
+	t.Cleanup(func() { require.NoError(t, h.client.Close()) })
 	h.service = worker.New(env.Conn, env.JS, env.Topology, worker.Config{
 		Clock: h.waits,
 	}, quiet())
-	require.NoError(t, h.service.Start(ctx))
-	t.Cleanup(h.service.Stop)
+	opstest.Start(t, ops.Component{Name: "userQuestions", Run: h.service.Run})
 
 	s, err := scripted.Parse(script)
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func newCaller(t testing.TB, nc *nats.Conn) *caller.Client {
 	t.Helper()
 	c, err := caller.New(context.Background(), nc, caller.Config{})
 	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
 	return c
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -93,7 +94,7 @@ type Runtime struct {
 	keepLease func()
 
 	// close releases what the Runtime made for itself: its question client.
-	close func()
+	close func() error
 	// closing ends when Close is called; agents are the Sessions Start runs.
 	closing    context.Context
 	stopAgents context.CancelFunc
@@ -199,21 +200,25 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 const flushTimeout = 10 * time.Second
 
 // Close stops the agents Start runs and waits until they have stopped
-// (each releases its Session), ends the root lease, then closes the
-// question client the Runtime made. Agents opened with Open and run by the
-// caller must be stopped first. After Close, Start fails. Close on a
+// (each releases its Session), closes the inbox reader, ends the root
+// lease, then closes the question client the Runtime made; it returns
+// once nothing of the Runtime runs. Agents opened with Open and run by
+// the caller must be stopped first. After Close, Start fails. Close on a
 // closed connection leaves the lease to NATS, which ends it within the
-// release bound.
-func (rt *Runtime) Close() {
+// release bound. Closing again does nothing.
+func (rt *Runtime) Close() error {
 	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
 	rt.closed = true
 	rt.mu.Unlock()
 	rt.stopAgents()
 	rt.agents.Wait()
+	var errs []error
 	if rt.inboxes != nil {
-		closing, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		rt.inboxes.Close(closing)
-		cancel()
+		errs = append(errs, rt.inboxes.Close())
 	}
 	if rt.keepLease != nil {
 		rt.keepLease()
@@ -221,12 +226,13 @@ func (rt *Runtime) Close() {
 		// root lease the release bound after this. Every Session was
 		// released above, so no answer waits on it meanwhile.
 		rt.leaseMu.Lock()
-		defer rt.leaseMu.Unlock()
 		rt.lease.Drop()
+		rt.leaseMu.Unlock()
 	}
 	if rt.close != nil {
-		rt.close()
+		errs = append(errs, rt.close())
 	}
+	return errors.Join(errs...)
 }
 
 // holdLeaseAgain runs after every reconnect. A disconnect longer than the
@@ -258,12 +264,13 @@ func (rt *Runtime) holdLeaseAgain(ctx context.Context) {
 // Instance is the process's instance id in the live-root registry.
 func (rt *Runtime) Instance() string { return rt.instance }
 
-// Run serves cfg.Session until ctx ends: it registers as the Session's live
-// root, resumes it from its log, queues cfg.Prompt when the log is empty,
-// and runs the agent. It returns nil when ctx ends, and an error when the
-// Session cannot be served, such as CALLER_NOT_LIVE once another instance
-// took it over.
-func Run(ctx context.Context, cfg Config) error {
+// Run serves cfg.Session until ctx ends, the lifecycle of an
+// ops.Component: it registers as the Session's live root, resumes it from
+// its log, queues cfg.Prompt when the log is empty, calls ready, and runs
+// the agent. It returns nil when ctx ends, and an error when the Session
+// cannot be served, such as CALLER_NOT_LIVE once another instance took it
+// over.
+func Run(ctx context.Context, cfg Config, ready func()) error {
 	rt, err := New(ctx, cfg)
 	if err != nil {
 		return err
@@ -279,6 +286,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
+	ready()
 	return a.Run(ctx)
 }
 

@@ -100,26 +100,16 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 			// An earlier attempt was stored, its acknowledgement lost.
 			return holdover.AnswerResult{Accepted: true, MessageID: messageID}, nil
 		}
-		call, ok := view.Find(req.CallID)
-		if !ok || call.Status != projection.Continued {
-			return Refused(view, req.CallID), nil
-		}
-		expect, err := inbox.Check(req.CallID, call.Logged(), last)
-		if err != nil {
+		msg, expect, refused, err := decide(view, &last, req, messageID)
+		switch {
+		case refused != nil:
+			return *refused, nil
+		case holdover.HasCode(err, holdover.CodeBadAnswer) && !readLast:
+			readLast = true // REPLY_QUEUED comes first (D6): read the subject to tell
+			continue
+		case err != nil:
 			return holdover.AnswerResult{}, err
 		}
-		if err := holdover.ValidateBatch(call.Questions, req.Answers); err != nil {
-			if !readLast {
-				readLast = true // REPLY_QUEUED comes first (D6): read the subject to tell
-				continue
-			}
-			return holdover.AnswerResult{}, err
-		}
-		msg, err := events.NewReply(messageID, req.CallID, call.Questions, req.Answers)
-		if err != nil {
-			return holdover.AnswerResult{}, err
-		}
-		msg.Source.User = req.User
 		_, err = a.replies.Queue(ctx, req.Session, req.CallID, msg, expect)
 		if !holdover.HasCode(err, holdover.CodeConflict) {
 			if err != nil {
@@ -130,6 +120,36 @@ func (a *Answerer) Answer(ctx context.Context, req holdover.AnswerRequest) (hold
 		readLast = true // a reply or a marker is there: decide on what it is
 	}
 	return holdover.AnswerResult{}, holdover.Newf(holdover.CodeConflict, "the reply subject of call %s kept changing under %d attempts to answer it", req.CallID, maxAttempts)
+}
+
+// decide makes the decision on the late answer req from view, a View of
+// its Session, and last, the last message of the call's reply subject as
+// read; nil takes the View's own record of it (a proven View holds both
+// halves of the reservation, inbox.Check). It returns the reply to queue,
+// under messageID, with the reply subject's sequence its publish expects;
+// or the refusal of a call that takes no answer ([Refused]); or the error:
+// REPLY_QUEUED while another reply awaits admission, then BAD_ANSWER for a
+// batch that does not fit the call's questions.
+func decide(view projection.View, last *inbox.Last, req holdover.AnswerRequest, messageID string) (reply events.Message, expect uint64, refused *holdover.AnswerResult, err error) {
+	call, ok := view.Find(req.CallID)
+	if !ok || call.Status != projection.Continued {
+		r := Refused(view, req.CallID)
+		return events.Message{}, 0, &r, nil
+	}
+	if last == nil {
+		last = &call.Reply
+	}
+	if expect, err = inbox.Check(req.CallID, call.Logged(), *last); err != nil {
+		return events.Message{}, 0, nil, err
+	}
+	if err := holdover.ValidateBatch(call.Questions, req.Answers); err != nil {
+		return events.Message{}, 0, nil, err
+	}
+	if reply, err = events.NewReply(messageID, req.CallID, call.Questions, req.Answers); err != nil {
+		return events.Message{}, 0, nil, err
+	}
+	reply.Source.User = req.User
+	return reply, expect, nil, nil
 }
 
 // Refused is the refusal of a late answer to callID, which view holds as
@@ -185,21 +205,10 @@ func (a *Answerer) answerKept(ctx context.Context, req holdover.AnswerRequest, m
 	if !ok {
 		return holdover.AnswerResult{}, false, false, nil
 	}
-	call, ok := view.Find(req.CallID)
-	if !ok || call.Status != projection.Continued {
+	msg, _, refused, err := decide(view, nil, req, messageID)
+	if refused != nil || err != nil {
 		return holdover.AnswerResult{}, false, false, nil
 	}
-	if _, err := inbox.Check(req.CallID, call.Logged(), call.Reply); err != nil {
-		return holdover.AnswerResult{}, false, false, nil
-	}
-	if holdover.ValidateBatch(call.Questions, req.Answers) != nil {
-		return holdover.AnswerResult{}, false, false, nil
-	}
-	msg, err := events.NewReply(messageID, req.CallID, call.Questions, req.Answers)
-	if err != nil {
-		return holdover.AnswerResult{}, false, false, nil
-	}
-	msg.Source.User = req.User
 	_, err = a.replies.QueueAfter(ctx, req.Session, req.CallID, msg, view.SessionSeq)
 	switch {
 	case err == nil:

@@ -110,7 +110,9 @@ func (w *Wait) Claim(id string) (remaining time.Duration, ok bool) {
 	}
 	now := w.reg.clock.Now()
 	if len(w.claims) == 0 && w.overdue(now) {
-		w.expireLocked()
+		framed := w.recordLocked(nil, w.expired())
+		w.mu.Unlock()
+		w.release(framed)
 		return 0, false
 	}
 	if len(w.claims) == 0 && w.timer != nil {
@@ -210,22 +212,23 @@ func (w *Wait) settle(answers []holdover.Answer, err error) bool {
 		w.mu.Unlock()
 		return false
 	}
-	w.settleLocked(answers, err)
+	framed := w.recordLocked(answers, err)
+	w.mu.Unlock()
+	w.release(framed)
 	return true
 }
 
-// settleLocked records the outcome, stops the timer and drops the claims
-// under w.mu, then, after unlocking it, releases everything else, closes
-// done (W7) and tells the transport. Callers hold w.mu and have checked
-// that the wait is live.
-func (w *Wait) settleLocked(answers []holdover.Answer, err error) {
+// recordLocked records the outcome of a live wait, stops the timer and
+// drops the claims, and returns the ids of the claims whose frame went out
+// (the others stay in unframed, for Framed). The caller holds w.mu and,
+// once it has unlocked it, calls release with the ids.
+func (w *Wait) recordLocked(answers []holdover.Answer, err error) (framed []string) {
 	w.settled = true
 	w.answers, w.err = answers, err
 	if w.timer != nil {
 		w.timer.Stop()
 		w.timer = nil
 	}
-	var framed []string
 	for _, c := range w.claims {
 		if c.framed {
 			framed = append(framed, c.id)
@@ -234,10 +237,15 @@ func (w *Wait) settleLocked(answers []holdover.Answer, err error) {
 		}
 	}
 	w.claims = nil
-	w.mu.Unlock()
+	return framed
+}
 
+// release finishes a settlement recordLocked recorded, without w.mu: it
+// releases everything else, closes done (W7) and tells the transport,
+// which closes the framed claims.
+func (w *Wait) release(framed []string) {
 	w.stopParent()
-	w.cancel(err)
+	w.cancel(w.err)
 	w.reg.remove(w)
 	close(w.done)
 	if w.onSettle != nil {
@@ -245,10 +253,10 @@ func (w *Wait) settleLocked(answers []holdover.Answer, err error) {
 	}
 }
 
-// expireLocked ends an unclaimed wait whose deadline has passed (W5).
-func (w *Wait) expireLocked() {
-	w.settleLocked(nil, holdover.Newf(holdover.CodeAskTimedOut,
-		"no answer arrived within the %v foreground wait of call %q", w.timeout, w.key.CallID))
+// expired is the outcome of an unclaimed wait whose deadline has passed (W5).
+func (w *Wait) expired() error {
+	return holdover.Newf(holdover.CodeAskTimedOut,
+		"no answer arrived within the %v foreground wait of call %q", w.timeout, w.key.CallID)
 }
 
 // arm starts the deadline timer for d, reusing the wait's one timer. Callers
@@ -271,7 +279,9 @@ func (w *Wait) onTimer() {
 		w.mu.Unlock()
 		return
 	}
-	w.expireLocked()
+	framed := w.recordLocked(nil, w.expired())
+	w.mu.Unlock()
+	w.release(framed)
 }
 
 // ClaimsPastDeadline returns the ids of the claims that hold the wait
@@ -323,12 +333,15 @@ func (w *Wait) Release(id string) {
 		w.mu.Unlock()
 		return
 	}
-	if now := w.reg.clock.Now(); w.overdue(now) {
-		w.expireLocked()
-	} else {
+	now := w.reg.clock.Now()
+	if !w.overdue(now) {
 		w.arm(w.deadline.Sub(now))
 		w.mu.Unlock()
+		return
 	}
+	framed := w.recordLocked(nil, w.expired())
+	w.mu.Unlock()
+	w.release(framed)
 }
 
 // hold is one claim: an answer UI's hold on a wait (W2, W4), under the

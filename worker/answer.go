@@ -3,9 +3,11 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,7 +29,12 @@ const DefaultResumeTimeout = 10 * time.Second
 // answer for it is queued (D7). The reply reservations are inbox's (D8),
 // their markers the projection worker's.
 type durable struct {
-	worker   *Worker
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	sessions jetstream.Stream // SESSIONS: the reply subjects it follows
+	cfg      Config
+	log      *slog.Logger
+	roots    *liveroot.Registry // who serves a Session (D7)
 	views    *projection.Store
 	replies  *inbox.Replies
 	answerer *steer.Answerer
@@ -44,23 +51,30 @@ type durable struct {
 	stopped    bool
 }
 
-func newDurable(w *Worker) *durable {
-	views := w.views
-	replies := inbox.NewReplies(w.js, w.top.Sessions, views)
+// newDurable returns the durable half on nc and js, answering against
+// views and queuing replies on the sessions stream, with the live roots of
+// Sessions in roots.
+func newDurable(nc *nats.Conn, js jetstream.JetStream, sessions jetstream.Stream, views *projection.Store, roots *liveroot.Registry, cfg Config, log *slog.Logger) *durable {
+	replies := inbox.NewReplies(js, sessions, views)
 	return &durable{
-		worker:   w,
+		nc:       nc,
+		js:       js,
+		sessions: sessions,
+		cfg:      cfg,
+		log:      log,
+		roots:    roots,
 		views:    views,
 		replies:  replies,
 		answerer: steer.New(views, replies),
-		outcomes: counterVec(w.metrics(), prometheus.CounterOpts{
+		outcomes: counterVec(cfg.Metrics, prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "total",
 			Help: "Late answers (D6) by outcome: accepted, the reason of a refusal (CALL_OPEN, CALL_UNKNOWN, CALL_SETTLED, NO_AGENT), or the error code.",
 		}, "outcome"),
-		resumes: counterVec(w.metrics(), prometheus.CounterOpts{
+		resumes: counterVec(cfg.Metrics, prometheus.CounterOpts{
 			Namespace: "holdover", Subsystem: "answers", Name: "resume_requests_total",
 			Help: "Resume requests sent for Sessions with no live root and a queued reply (D7), by reason (no_root, root_lost) and result.",
 		}, "reason", "result"),
-		rootLeases: leases.NewWatcher(w.nc, w.js, w.log),
+		rootLeases: leases.NewWatcher(nc, js, log),
 	}
 }
 
@@ -75,20 +89,22 @@ func (d *durable) endpoints() []endpoint {
 // root leases and replies up again after every reconnect. ctx, which ends
 // with Stop, is every follow-up's.
 func (d *durable) start(ctx context.Context) error {
+	d.mu.Lock()
+	d.stopped = false // again after a start that failed
+	d.mu.Unlock()
 	d.ctx = ctx
 	follow, err := d.followReplies(ctx)
 	if err != nil {
 		return err
 	}
 	d.following = follow
-	d.recheck = leases.OnReconnect(d.worker.nc, 0, func(ctx context.Context) {
+	d.recheck = leases.OnReconnect(d.nc, 0, func(ctx context.Context) {
 		d.rootLeases.Recheck(ctx)
 		d.replies.Recheck(ctx)
 	})
 	return nil
 }
 
-// stop ends the follow-ups; ctx, the worker's, has ended them already.
 // goBackground runs fn as a follow-up unless the half stops, and reports
 // whether it did.
 func (d *durable) goBackground(fn func()) bool {
@@ -101,12 +117,14 @@ func (d *durable) goBackground(fn func()) bool {
 	return true
 }
 
+// stop ends the follow-ups; ctx, the worker's, has ended them already.
 func (d *durable) stop() {
 	d.mu.Lock()
 	d.stopped = true
 	d.mu.Unlock()
 	if d.following != nil {
 		d.following.Stop()
+		<-d.following.Closed() // its subscription is gone
 	}
 	d.background.Wait()
 	if d.recheck != nil {
@@ -162,15 +180,15 @@ func (d *durable) resumeIfIdle(ctx context.Context, sid, callID, messageID strin
 	for {
 		held, err := d.replies.Held(ctx, sid, callID, messageID)
 		if err != nil {
-			d.worker.log.Warn("read whether a queued reply awaits admission", "session", sid, "call", callID, ops.Err(err))
+			d.log.Warn("read whether a queued reply awaits admission", "session", sid, "call", callID, ops.Err(err))
 			return false
 		}
 		if !held {
 			return true
 		}
-		rec, state, err := d.worker.roots.Root(ctx, sid, d.rootLeaseExists)
+		rec, state, err := d.roots.Root(ctx, sid, d.rootLeaseExists)
 		if err != nil {
-			d.worker.log.Warn("look up live root for a queued reply", "session", sid, ops.Err(err))
+			d.log.Warn("look up live root for a queued reply", "session", sid, ops.Err(err))
 			return false
 		}
 		if state != liveroot.Alive {
@@ -201,7 +219,7 @@ func (d *durable) rootLeaseExists(ctx context.Context, name string) (bool, error
 	if d.rootLeases.Alive(name) {
 		return true, nil
 	}
-	return leases.Exists(ctx, d.worker.js, name)
+	return leases.Exists(ctx, d.js, name)
 }
 
 // outlivedBy follows the root lease of instance until inbox says the reply
@@ -213,7 +231,7 @@ func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instan
 	defer cancel()
 	gone, unwatchReply, err := d.replies.WatchRelease(ctx, sid, callID, messageID)
 	if err != nil {
-		d.worker.log.Warn("watch a queued reply", "session", sid, "call", callID, ops.Err(err))
+		d.log.Warn("watch a queued reply", "session", sid, "call", callID, ops.Err(err))
 		return false, err
 	}
 	defer unwatchReply()
@@ -233,13 +251,13 @@ func (d *durable) outlivedBy(ctx context.Context, sid, callID, messageID, instan
 // an interrupted call), and reports whether a runtime took it; state says
 // what became of its root: none, or one that was lost (rec names it).
 func (d *durable) resume(ctx context.Context, sid string, state liveroot.State, rec liveroot.Record, why string) bool {
-	ctx, cancel := context.WithTimeout(ctx, d.worker.cfg.resumeTimeout())
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ResumeTimeout)
 	defer cancel()
-	log := d.worker.log.With("session", sid, "reason", string(state))
+	log := d.log.With("session", sid, "reason", string(state))
 	if state == liveroot.RootLost {
 		log = log.With("lost", rec.Instance, "epoch", rec.Epoch)
 	}
-	instance, err := liveroot.RequestResume(ctx, d.worker.nc, sid)
+	instance, err := liveroot.RequestResume(ctx, d.nc, sid)
 	if err != nil {
 		d.resumes.WithLabelValues(string(state), string(holdover.Wire(err).Code)).Inc()
 		log.Warn("resume session for "+why, ops.Err(err))

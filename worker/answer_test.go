@@ -18,6 +18,7 @@ import (
 	"github.com/holdover-dev/holdover/lease"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/steer/steertest"
@@ -29,6 +30,7 @@ import (
 type durableRig struct {
 	env     *embeddedtest.Env
 	svc     *worker.Worker
+	running *ops.Started
 	client  *answerer.Client
 	log     *sessionlog.Log
 	metrics *ops.Metrics
@@ -39,13 +41,12 @@ func startDurable(t *testing.T) *durableRig {
 	m := ops.NewMetrics()
 	logger := slog.New(slog.DiscardHandler)
 	svc := worker.New(env.Conn, env.JS, env.Topology, worker.Config{Metrics: m, ResumeTimeout: 5 * time.Second}, logger)
-	require.NoError(t, svc.Start(context.Background()))
-	t.Cleanup(svc.Stop)
+	running := opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 	client, err := answerer.New(env.Conn, answerer.Config{CallTimeout: 10 * time.Second})
 	require.NoError(t, err)
-	t.Cleanup(client.Close)
+	t.Cleanup(func() { require.NoError(t, client.Close()) })
 	return &durableRig{
-		env: env, svc: svc, metrics: m,
+		env: env, svc: svc, running: running, metrics: m,
 		client: client,
 		log:    sessionlog.New(env.JS, env.Topology.Sessions),
 	}
@@ -199,7 +200,7 @@ func TestD7AnswerWithoutLiveRootRequestsResume(t *testing.T) {
 		require.True(t, res.Accepted)
 	}
 	require.ElementsMatch(t, []string{"idle", "lost"}, []string{r.resumed(t, resumed), r.resumed(t, resumed)})
-	r.svc.Stop() // waits for every resume the service started
+	require.NoError(t, r.running.Stop()) // waits for every resume the service started
 	require.Empty(t, resumed, "a Session whose root holds its lease is not resumed")
 	require.Equal(t, 1.0, counter(t, r.metrics, "holdover_answers_resume_requests_total", "no_root"))
 	require.Equal(t, 1.0, counter(t, r.metrics, "holdover_answers_resume_requests_total", "root_lost"))
@@ -252,7 +253,7 @@ func TestD7RootThatDiesBeforeReadingTheReplyIsResumedFrom(t *testing.T) {
 	require.NoError(t, diesRoot.End(ctx)) // as NATS does the release bound after a SIGKILL
 
 	require.Equal(t, "dies", r.resumed(t, resumed))
-	r.svc.Stop()
+	require.NoError(t, r.running.Stop())
 	require.Empty(t, resumed, "a root that read the reply is not resumed from")
 	require.Equal(t, 1.0, counter(t, r.metrics, "holdover_answers_resume_requests_total", "root_lost"))
 }
@@ -301,7 +302,7 @@ func (r *durableRig) resumed(t *testing.T, resumed <-chan string) string {
 // A stopped service answers nothing; the client says so with a code.
 func TestClientReportsAMissingService(t *testing.T) {
 	r := startDurable(t)
-	r.svc.Stop()
+	require.NoError(t, r.running.Stop())
 	_, err := r.client.View(ctx10(t), "s1")
 	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
 	require.ErrorContains(t, err, "no userQuestions service")
@@ -313,11 +314,11 @@ func TestClientReportsAMissingService(t *testing.T) {
 	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(err))
 }
 
-func TestServiceStartsOnceAndStopsIdempotently(t *testing.T) {
+func TestServiceRunsOnceAtATimeAndStopsIdempotently(t *testing.T) {
 	r := startDurable(t)
-	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(r.svc.Start(context.Background())))
-	r.svc.Stop()
-	r.svc.Stop()
+	require.Equal(t, holdover.CodeInternal, holdover.CodeOf(r.svc.Run(context.Background(), func() {})))
+	require.NoError(t, r.running.Stop())
+	require.NoError(t, r.running.Stop())
 }
 
 // One truth for the shapes (issue 20): an answer without selected breaks
@@ -360,15 +361,14 @@ func TestD7ReplyStoredWithNoWorkerIsFollowedWhenOneStarts(t *testing.T) {
 	svc := worker.New(env.Conn, env.JS, env.Topology, worker.Config{Metrics: m}, slog.New(slog.DiscardHandler))
 	r := &durableRig{env: env, svc: svc, metrics: m}
 	resumed := r.servePool(t)
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(svc.Stop)
+	opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 	require.Equal(t, "stranded", r.resumed(t, resumed))
 	require.Eventually(t, func() bool { return counter(t, m, "holdover_answers_resume_requests_total", "no_root") == 1 },
 		10*time.Second, 5*time.Millisecond, "the worker counts the resume it requested once the pool answers")
 
 	client, err := answerer.New(env.Conn, answerer.Config{CallTimeout: 10 * time.Second})
 	require.NoError(t, err)
-	t.Cleanup(client.Close)
+	t.Cleanup(func() { require.NoError(t, client.Close()) })
 	v, err := client.View(ctx, "stranded")
 	require.NoError(t, err)
 	require.Len(t, v.Active, 1)

@@ -32,14 +32,29 @@ import (
 type foregroundHalf struct {
 	nc        *nats.Conn
 	js        jetstream.JetStream
+	claims    jetstream.Stream // CLAIMS: the claims on its waits, and the leases
 	log       *slog.Logger
-	worker    *Worker
 	reg       *waiter.Registry
-	clock     clockwork.Clock // the waits' deadlines and claim holders' patience
-	roots     *liveroot.Cache // which callers M9 most likely admits
+	clock     clockwork.Clock    // the waits' deadlines and claim holders' patience
+	registry  *liveroot.Registry // whom M9 admits
+	roots     *liveroot.Cache    // which callers M9 most likely admits
+	views     *projection.Store  // whether a Session's log tracks a timed call (W9)
 	callers   *callerLeases
 	bound     time.Duration
 	reconcile time.Duration
+	// frameTimeout bounds one JetStream operation on a claim or the
+	// lease (defaultFrameTimeout; tests make it longer).
+	frameTimeout time.Duration
+	// lanes run the JetStream work of claim and lease advisories, a
+	// consumer's in order, none behind another's (onAdvisory).
+	lanes *lanes
+	// The service's: send sends a request's reply and counts it, admit
+	// checks the origin of a control request (ops.Origins.Admit), and
+	// interrupted is told the calls whose caller went away mid-wait
+	// (the durable half sees they become answerable).
+	send        func(req *request, msg *nats.Msg, err error)
+	admit       func(what string, m *nats.Msg) bool
+	interrupted func(keys []waiter.Key)
 
 	leaseID   string // stable for the worker's life: the lease is re-held
 	leaseName string // under the same name if NATS drops it
@@ -59,28 +74,34 @@ type foregroundHalf struct {
 	stopping bool
 }
 
-func newForeground(w *Worker) *foregroundHalf {
+// newForeground returns the foreground half on nc and js, with the claims
+// stream, the live-root registry and the projection. The service sets
+// send, admit and interrupted.
+func newForeground(nc *nats.Conn, js jetstream.JetStream, claims jetstream.Stream, roots *liveroot.Registry, views *projection.Store, cfg Config, log *slog.Logger) *foregroundHalf {
 	id := nuid.Next()
 	return &foregroundHalf{
-		nc:        w.nc,
-		js:        w.js,
-		log:       w.log.With("part", "foreground"),
-		worker:    w,
-		reg:       waiter.NewRegistry(w.cfg.Clock),
-		clock:     w.cfg.Clock,
-		roots:     liveroot.NewCache(w.roots, w.nc, w.log),
-		callers:   newCallerLeases(w.nc),
-		bound:     w.cfg.ReleaseBound,
-		reconcile: w.cfg.ReconcileEvery,
-		probed: counterVec(w.metrics(), prometheus.CounterOpts{
+		nc:           nc,
+		js:           js,
+		claims:       claims,
+		log:          log.With("part", "foreground"),
+		reg:          waiter.NewRegistry(cfg.Clock),
+		clock:        cfg.Clock,
+		registry:     roots,
+		roots:        liveroot.NewCache(roots, nc, log),
+		views:        views,
+		callers:      newCallerLeases(nc),
+		bound:        cfg.ReleaseBound,
+		reconcile:    cfg.ReconcileEvery,
+		frameTimeout: defaultFrameTimeout,
+		probed: counterVec(cfg.Metrics, prometheus.CounterOpts{
 			Name: "holdover_claim_probes_total",
 			Help: "Claim holders asked past a claimed wait's deadline whether they are alive, by result: alive, released (no answer in time: the claim was released and deleted), unbound (no subscriber: NATS ends the claim within the release bound) or failed.",
 		}, "result"),
-		forged: counterVec(w.metrics(), prometheus.CounterOpts{
+		forged: counterVec(cfg.Metrics, prometheus.CounterOpts{
 			Name: "holdover_claims_forged_total",
 			Help: "Consumers on the claims stream named like a Client's claim that are not one (durable, pull, not on the claim's frame subject, or never ending): deleted, they claimed no wait.",
 		}),
-		untracked: w.metrics().EventsRejected,
+		untracked: cfg.Metrics.EventsRejected,
 		leaseID:   id,
 		leaseName: leases.Name(userquestions.RoleWorker, id),
 	}
@@ -109,6 +130,9 @@ func (f *foregroundHalf) start(ctx context.Context) error {
 	fail := func(err error) error {
 		f.roots.Stop()
 		f.unsubscribe()
+		if f.lanes != nil {
+			f.lanes.close()
+		}
 		if f.wf != nil {
 			f.wf.close()
 		}
@@ -118,6 +142,7 @@ func (f *foregroundHalf) start(ctx context.Context) error {
 	if f.wf, err = newWaterfall(f.nc, f.leaseName, f.route); err != nil {
 		return fail(err)
 	}
+	f.lanes = newLanes()
 	for _, sub := range []struct {
 		subject string
 		h       nats.MsgHandler
@@ -152,6 +177,7 @@ func (f *foregroundHalf) stop() {
 	f.mu.Unlock()
 	f.stopSync()
 	f.unsubscribe()
+	f.lanes.close()
 	f.abandon()
 	f.probes.Wait()
 	f.replies.Wait()
@@ -274,7 +300,7 @@ func (f *foregroundHalf) begin(ctx context.Context, req *request, a holdover.Ask
 	// other is checked before anything is sent.
 	vouched := a.Agent != nil && f.roots.Holds(a.Session, *a.Agent)
 	if a.Agent != nil && !vouched {
-		if err := f.worker.roots.Check(ctx, a.Session, *a.Agent); err != nil {
+		if err := f.registry.Check(ctx, a.Session, *a.Agent); err != nil {
 			return err
 		}
 	}
@@ -332,7 +358,7 @@ func (f *foregroundHalf) confirm(ctx context.Context, c *confirmation, w *waiter
 	// Not cut short by Stop: a stopping worker's reply still needs it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), userquestions.DefaultCallTimeout)
 	defer cancel()
-	if c.err = f.worker.roots.Check(ctx, sid, ref); c.err != nil {
+	if c.err = f.registry.Check(ctx, sid, ref); c.err != nil {
 		w.Reject(c.err)
 	}
 }
@@ -369,7 +395,7 @@ func (c *confirmation) wait() error {
 // answer to lose. Each case is counted and logged (a Session with no log
 // at info); a check that cannot read the log lets the call go pending.
 func (f *foregroundHalf) tracked(ctx context.Context, sid, callID string) error {
-	u, untracked, err := f.worker.views.Untracked(ctx, sid, callID)
+	u, untracked, err := f.views.Untracked(ctx, sid, callID)
 	switch {
 	case err != nil:
 		f.log.Warn("could not check that the Session's log tracks a timed call; it goes pending", "session", sid, "call", callID, ops.Err(err))
@@ -457,7 +483,7 @@ func (f *foregroundHalf) reply(req *request, w *waiter.Wait, root *confirmation,
 		}
 		msg.Header.Set(userquestions.HeaderOwnerStopped, userquestions.StoppedEndedWait)
 	}
-	f.worker.send(req, msg, err)
+	f.send(req, msg, err)
 
 	notice := userquestions.CancelNotice{RequestID: w.ID(), CallID: w.Key().CallID, Reason: userquestions.CancelReason(settleErr)}
 	if cerr := f.wf.cancel(w.Key().Session, notice); cerr != nil {
@@ -467,7 +493,7 @@ func (f *foregroundHalf) reply(req *request, w *waiter.Wait, root *confirmation,
 	// a Client that is gone: neither the outcomes of other waits nor the
 	// other claims queue behind it.
 	for _, name := range claims {
-		f.replies.Go(func() { f.closeClaim(name) })
+		f.replies.Go(func() { f.closeClaim(context.Background(), name) })
 	}
 }
 
@@ -528,7 +554,7 @@ func (f *foregroundHalf) route(requestID string, m *nats.Msg) {
 
 // onAbort ends a wait whose caller stopped waiting (W5: ASK_ABORTED).
 func (f *foregroundHalf) onAbort(m *nats.Msg) {
-	if !f.worker.origins.Admit(userquestions.VerbAbort, m) {
+	if !f.admit(userquestions.VerbAbort, m) {
 		return
 	}
 	if w, ok := f.reg.ByRequest(string(m.Data)); ok {
@@ -545,7 +571,7 @@ func (f *foregroundHalf) onAbort(m *nats.Msg) {
 // the deadline a live wait is held by Clients' claims, and their holders
 // are asked whether they are alive (checkClaims).
 func (f *foregroundHalf) onStatus(m *nats.Msg) {
-	if !f.worker.origins.Admit(userquestions.VerbStatus, m) {
+	if !f.admit(userquestions.VerbStatus, m) {
 		return
 	}
 	w, live := f.reg.ByRequest(string(m.Data))
@@ -587,29 +613,11 @@ func (f *foregroundHalf) callerGone(name string) {
 	})
 	if n > 0 {
 		f.log.Info("caller gone; its waits aborted", "lease", name, "waits", n)
-		f.worker.durable().interrupted(ended) // their calls stay open: see they become answerable
+		f.interrupted(ended) // their calls stay open: see they become answerable
 	}
 }
 
 // LiveWaits is the number of foreground waits this worker holds: ask and
 // askTimed calls not yet settled. Operators and tests read it to see that
 // a gone caller left nothing behind (W7).
-func (w *Worker) LiveWaits() int { return w.foreground().reg.Len() }
-
-func (w *Worker) durable() *durable {
-	for _, p := range w.parts {
-		if d, ok := p.(*durable); ok {
-			return d
-		}
-	}
-	panic("worker: the service has no durable half")
-}
-
-func (w *Worker) foreground() *foregroundHalf {
-	for _, p := range w.parts {
-		if f, ok := p.(*foregroundHalf); ok {
-			return f
-		}
-	}
-	panic("worker: the service has no foreground half")
-}
+func (w *Worker) LiveWaits() int { return w.foreground.reg.Len() }

@@ -55,7 +55,7 @@ func finalCode(t *testing.T, frames <-chan *nats.Msg) holdover.Code {
 }
 
 func (f *fgTest) callerKnown(name string) bool {
-	return f.svc.foreground().callers.knows(name)
+	return f.svc.foreground.callers.knows(name)
 }
 
 // W5, W7: a caller whose lease is gone before its request arrives has its

@@ -68,7 +68,7 @@ func TestM9StaleAskAfterTakeoverIsRefused(t *testing.T) {
 		old, err := f.svc.Roots().Register(ctx, "s1", "runtime-a")
 		require.NoError(t, err)
 		stale = holdover.AgentRef{Instance: "runtime-a", Epoch: old}
-		require.Eventually(t, func() bool { return f.svc.foreground().roots.Holds("s1", stale) }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return f.svc.foreground.roots.Holds("s1", stale) }, 10*time.Second, time.Millisecond)
 
 		_, err = f.svc.Roots().Register(ctx, "s1", "runtime-b")
 		require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestM9StaleAskAfterTakeoverIsRefused(t *testing.T) {
 	epoch, err := f.svc.Roots().Register(ctx, "s1", "runtime-b")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return f.svc.foreground().roots.Holds("s1", holdover.AgentRef{Instance: "runtime-b", Epoch: epoch})
+		return f.svc.foreground.roots.Holds("s1", holdover.AgentRef{Instance: "runtime-b", Epoch: epoch})
 	}, 10*time.Second, time.Millisecond)
 	_, err = f.timedCall("s1", "after", stale)
 	require.Equal(t, holdover.CodeCallerNotLive, holdover.CodeOf(err))

@@ -8,45 +8,61 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/caller"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/streams"
 )
 
 // fgTest is a worker on a real embedded server, with a fake clock for its
 // deadlines, an agent's caller Client and an answerer on their own connections.
 type fgTest struct {
-	t     *testing.T
-	env   *embeddedtest.Env
-	svc   *Worker
-	clock *clockwork.FakeClock
-	agent *caller.Client
-	ans   *answerer.Client
+	t       *testing.T
+	env     *embeddedtest.Env
+	svc     *Worker
+	running *ops.Started
+	clock   *clockwork.FakeClock
+	agent   *caller.Client
+	ans     *answerer.Client
 }
 
-func newFGTest(t *testing.T) *fgTest {
+func newFGTest(t *testing.T) *fgTest { return newFGTestOn(t, nil, nil) }
+
+// newFGTestOn is newFGTest with the worker on the connection connect
+// makes to env's server (nil: env's own), set up by prepare before it
+// starts (nil: as New made it).
+func newFGTestOn(t *testing.T, connect func(env *embeddedtest.Env) (*nats.Conn, jetstream.JetStream), prepare func(*Worker)) *fgTest {
 	t.Helper()
 	env := embeddedtest.Start(t, streams.Config{Memory: true})
 	clock := clockwork.NewFakeClock()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc := New(env.Conn, env.JS, env.Topology, Config{Clock: clock, ReleaseBound: time.Second}, log)
-	require.NoError(t, svc.Start(context.Background()))
-	t.Cleanup(svc.Stop)
+	nc, js := env.Conn, env.JS
+	if connect != nil {
+		nc, js = connect(env)
+	}
+	svc := New(nc, js, env.Topology, Config{Clock: clock, ReleaseBound: time.Second}, log)
+	if prepare != nil {
+		prepare(svc)
+	}
+	running := opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 
 	agentNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
 	agent, err := caller.New(context.Background(), agentNC, caller.Config{ReleaseBound: time.Second, Log: log})
 	require.NoError(t, err)
-	t.Cleanup(agent.Close)
+	t.Cleanup(func() { require.NoError(t, agent.Close()) })
 
 	ansNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
 	ans, err := answerer.New(ansNC, answerer.Config{ReleaseBound: time.Second, Log: log})
 	require.NoError(t, err)
-	t.Cleanup(ans.Close)
-	return &fgTest{t: t, env: env, svc: svc, clock: clock, agent: agent, ans: ans}
+	t.Cleanup(func() { require.NoError(t, ans.Close()) })
+	return &fgTest{t: t, env: env, svc: svc, running: running, clock: clock, agent: agent, ans: ans}
 }
 
 // live registers a live root for sid and returns its ref (M9).

@@ -23,31 +23,46 @@ import (
 // reconciles against a listing of the stream after a reconnect, so a missed
 // advisory never leaves a wait paused forever.
 
-// frameTimeout bounds one frame publish or consumer deletion.
-const frameTimeout = 5 * time.Second
+// defaultFrameTimeout bounds one JetStream operation on a claim or the
+// worker's lease: a frame publish, a look-up, a deletion, holding the
+// lease again.
+const defaultFrameTimeout = 5 * time.Second
 
-// onAdvisory handles $JS.EVENT.ADVISORY.CONSUMER.<ACTION>.CLAIMS.<name>.
+// onAdvisory handles $JS.EVENT.ADVISORY.CONSUMER.<ACTION>.CLAIMS.<name>
+// on the advisory subscription's one goroutine: it reads the advisory and
+// hands what needs JetStream to the consumer's lane (lanes), so that one
+// slow publish or look-up holds up no other claim's advisories, while
+// each consumer's advisories are still handled in order (a claim's
+// deletion after its creation). Claims on other workers' waits, and on
+// waits that have ended, get nothing (W3); a caller's lease that is
+// deleted ends its waits here, in memory.
 func (f *foregroundHalf) onAdvisory(m *nats.Msg) {
 	rest := strings.TrimPrefix(m.Subject, leases.AdvisoryPrefix)
 	action, rest, _ := strings.Cut(rest, ".")
 	_, name, _ := strings.Cut(rest, ".")
-	switch action {
-	case "CREATED":
-		f.claimed(name)
-	case "DELETED":
-		f.deleted(name)
-	}
-}
-
-// claimed handles a new claim consumer. Claims on other workers' waits,
-// and on waits that have ended, get no frame (W3).
-func (f *foregroundHalf) claimed(name string) {
-	key, ok := userquestions.ParseClaim(name)
-	if !ok {
+	if action != "CREATED" && action != "DELETED" {
 		return
 	}
-	if w, ok := f.reg.Get(key); ok {
-		f.addClaim(w, name)
+	created := action == "CREATED"
+	key, claim := userquestions.ParseClaim(name)
+	switch {
+	case claim:
+		w, ok := f.reg.Get(key)
+		if !ok {
+			return
+		}
+		f.lanes.do(name, func(ctx context.Context) {
+			if created {
+				f.addClaim(ctx, w, name)
+			} else {
+				f.releaseClaim(key, name)
+			}
+		})
+	case created:
+	case name == f.leaseName:
+		f.lanes.do(name, f.leaseLost)
+	default:
+		f.callerGone(name)
 	}
 }
 
@@ -60,8 +75,8 @@ func (f *foregroundHalf) claimed(name string) {
 // issue 24) would pause the wait with no holder to probe and no end, so
 // it never claims: it is deleted, counted and logged. A claim that is
 // gone already is not genuine either; its advisory follows.
-func (f *foregroundHalf) genuine(name string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
+func (f *foregroundHalf) genuine(ctx context.Context, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, f.frameTimeout)
 	defer cancel()
 	c, err := f.js.PushConsumer(ctx, streams.ClaimsStream, name)
 	var cfg jetstream.ConsumerConfig
@@ -89,36 +104,24 @@ func (f *foregroundHalf) genuine(name string) bool {
 	return false
 }
 
-// deleted handles a vanished claim or lease.
-func (f *foregroundHalf) deleted(name string) {
-	if key, ok := userquestions.ParseClaim(name); ok {
-		f.releaseClaim(key, name)
-		return
-	}
-	if name == f.leaseName {
-		f.leaseLost(context.Background())
-		return
-	}
-	f.callerGone(name)
-}
-
 // addClaim claims w under the consumer name and sends the claim's one
 // frame. It reports false, sending nothing, when the waiter refuses the
 // claim: the wait ended, the name already holds it, or this attach expired
-// an overdue wait.
-func (f *foregroundHalf) addClaim(w *waiter.Wait, name string) bool {
-	if !f.genuine(name) {
+// an overdue wait. Each JetStream operation is bounded by frameTimeout
+// within ctx.
+func (f *foregroundHalf) addClaim(ctx context.Context, w *waiter.Wait, name string) bool {
+	if !f.genuine(ctx, name) {
 		return false
 	}
 	remaining, ok := w.Claim(name)
 	if !ok {
 		return false
 	}
-	f.sendFrame(name, userquestions.RemainingFrame(remaining))
+	f.sendFrame(ctx, name, userquestions.RemainingFrame(remaining))
 	if !w.Framed(name) {
 		// The wait settled while the frame went out: its settlement left
 		// this claim to be closed here, after its frame.
-		f.closeClaim(name)
+		f.closeClaim(ctx, name)
 	}
 	return true
 }
@@ -133,12 +136,12 @@ func (f *foregroundHalf) releaseClaim(key waiter.Key, name string) {
 
 // sendFrame stores a frame for the claim's consumer to deliver and returns
 // its stream sequence, or 0 if it could not be sent.
-func (f *foregroundHalf) sendFrame(name string, data []byte) uint64 {
+func (f *foregroundHalf) sendFrame(ctx context.Context, name string, data []byte) uint64 {
 	subject, ok := userquestions.FrameSubject(name)
 	if !ok {
 		return 0
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
+	ctx, cancel := context.WithTimeout(ctx, f.frameTimeout)
 	defer cancel()
 	ack, err := f.js.Publish(ctx, subject, data)
 	if err != nil {
@@ -150,10 +153,12 @@ func (f *foregroundHalf) sendFrame(name string, data []byte) uint64 {
 
 // closeClaim sends the closing frame, which a push consumer's holder needs
 // since it is not told of the deletion, and deletes the consumer once the
-// frame has left: deleted earlier, the frame would never be pushed.
-func (f *foregroundHalf) closeClaim(name string) {
-	seq := f.sendFrame(name, userquestions.ClosingFrame)
-	ctx, cancel := context.WithTimeout(context.Background(), f.bound+frameTimeout)
+// frame has left: deleted earlier, the frame would never be pushed. It
+// takes up to the release bound and a frameTimeout within ctx: a holder
+// that is gone has the frame pushed to nobody.
+func (f *foregroundHalf) closeClaim(ctx context.Context, name string) {
+	seq := f.sendFrame(ctx, name, userquestions.ClosingFrame)
+	ctx, cancel := context.WithTimeout(ctx, f.bound+f.frameTimeout)
 	defer cancel()
 	if seq > 0 {
 		f.awaitPushed(ctx, name, seq)
@@ -204,7 +209,7 @@ func (f *foregroundHalf) checkClaims(w *waiter.Wait, names []string) {
 func (f *foregroundHalf) checkClaim(w *waiter.Wait, name string) {
 	// The holder's patience runs on the clock of the deadline it holds the
 	// wait past; frameTimeout only bounds the look-up and the probe.
-	ctx, cancel := context.WithTimeout(context.Background(), frameTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.frameTimeout)
 	defer cancel()
 	patience := f.clock.AfterFunc(f.probePatience(), cancel)
 	defer patience.Stop()
@@ -226,7 +231,7 @@ func (f *foregroundHalf) checkClaim(w *waiter.Wait, name string) {
 	// nothing for a holder that may never thaw. The claim's one frame went
 	// out long before: it follows the claim by a publish, the probe came a
 	// quarter bound after the caller's status.
-	f.closeClaim(name)
+	f.closeClaim(context.Background(), name)
 }
 
 // probePatience is how long a claim's holder has to answer a probe: a
@@ -276,8 +281,11 @@ func (f *foregroundHalf) probeClaim(ctx context.Context, name string) (string, e
 // worker gone for longer than the release bound, so its callers have
 // already turned their calls pending (or asked again) and Clients have
 // dropped its requests. Its waits have nobody left and end; then the lease
-// is held again under the same name for the waits to come.
+// is held again under the same name for the waits to come, within a
+// frameTimeout of ctx.
 func (f *foregroundHalf) leaseLost(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, f.frameTimeout)
+	defer cancel()
 	f.leaseMu.Lock()
 	defer f.leaseMu.Unlock()
 	f.mu.Lock()
@@ -344,7 +352,7 @@ func (f *foregroundHalf) reconcileClaims(ctx context.Context) {
 		// then look again, and its deletion is either seen there or
 		// advised after the claim, where it releases.
 		for _, name := range claimsOf[key] {
-			if f.addClaim(w, name) {
+			if f.addClaim(ctx, w, name) {
 				if exists, err := leases.Exists(ctx, f.js, name); err == nil && !exists {
 					f.releaseClaim(key, name)
 				}
@@ -365,7 +373,7 @@ func (f *foregroundHalf) reconcileClaims(ctx context.Context) {
 
 // consumerNames lists the claims stream's consumers: claims and leases.
 func (f *foregroundHalf) consumerNames(ctx context.Context) (map[string]bool, error) {
-	lister := f.worker.top.Claims.ConsumerNames(ctx)
+	lister := f.claims.ConsumerNames(ctx)
 	names := make(map[string]bool)
 	for name := range lister.Name() {
 		names[name] = true

@@ -33,7 +33,7 @@ func deafen(t *testing.T, fg *foregroundHalf) {
 // and the overdue wait expires at once (W2, W3).
 func TestReconcileFindsClaimsWhoseAdvisoriesWereMissed(t *testing.T) {
 	f := newFGTest(t)
-	fg := f.svc.foreground()
+	fg := f.svc.foreground
 	rec := f.watch("s1")
 	done := f.askTimed(f.agent, "s1", "call-1", 5000)
 	d := rec.next(t)
@@ -68,7 +68,7 @@ func heldClaims(fg *foregroundHalf, sid, call string) int {
 // A reconnect reconciles at once.
 func TestReconnectReconciles(t *testing.T) {
 	f := newFGTest(t)
-	fg := f.svc.foreground()
+	fg := f.svc.foreground
 	rec := f.watch("s1")
 	f.askTimed(f.agent, "s1", "call-1", 5000)
 	d := rec.next(t)
@@ -84,7 +84,7 @@ func TestReconnectReconciles(t *testing.T) {
 // no wait behind once the worker reconciles (ASK_ABORTED).
 func TestReconcileEndsTheWaitsOfAGoneCaller(t *testing.T) {
 	f := newFGTest(t)
-	fg := f.svc.foreground()
+	fg := f.svc.foreground
 	rec := f.watch("s1")
 	nc, _ := embeddedtest.Connect(t, f.env.Server.ClientURL())
 	agent, err := caller.New(context.Background(), nc, caller.Config{ReleaseBound: time.Second})
@@ -108,7 +108,7 @@ func TestReconcileEndsTheWaitsOfAGoneCaller(t *testing.T) {
 // ends its waits, and holds its lease again for the next ones.
 func TestReconcileHoldsALostWorkerLeaseAgain(t *testing.T) {
 	f := newFGTest(t)
-	fg := f.svc.foreground()
+	fg := f.svc.foreground
 	rec := f.watch("s1")
 	done := f.askTimed(f.agent, "s1", "call-1", 5000)
 	rec.next(t)
@@ -126,7 +126,7 @@ func TestReconcileHoldsALostWorkerLeaseAgain(t *testing.T) {
 // probes returns how many claim probes of f's worker ended with result.
 func (f *fgTest) probes(result string) float64 {
 	var m dto.Metric
-	require.NoError(f.t, f.svc.foreground().probed.WithLabelValues(result).Write(&m))
+	require.NoError(f.t, f.svc.foreground.probed.WithLabelValues(result).Write(&m))
 	return m.GetCounter().GetValue()
 }
 
@@ -134,7 +134,7 @@ func (f *fgTest) probes(result string) float64 {
 // the request is live (caller/backstop.go).
 func askStatus(t *testing.T, f *fgTest, requestID string) string {
 	t.Helper()
-	fg := f.svc.foreground()
+	fg := f.svc.foreground
 	reply, err := f.env.Conn.Request(userquestions.WorkerSubject(fg.leaseName, userquestions.VerbStatus), []byte(requestID), 10*time.Second)
 	require.NoError(t, err)
 	return string(reply.Data)
@@ -146,7 +146,7 @@ func askStatus(t *testing.T, f *fgTest, requestID string) string {
 // the call's result.
 func TestAClaimHolderThatAnswersTheProbeKeepsTheWait(t *testing.T) {
 	f := newFGTest(t)
-	fg := f.svc.foreground()
+	fg := f.svc.foreground
 	rec := f.watch("s1")
 	agent := f.live("s1")
 	got := make(chan holdover.Outcome, 1)
@@ -184,7 +184,7 @@ func TestAClaimHolderThatAnswersTheProbeKeepsTheWait(t *testing.T) {
 // bound after the caller asked.
 func TestAFrozenClaimHolderLosesItsClaimPastTheDeadline(t *testing.T) {
 	f := newFGTest(t)
-	fg := f.svc.foreground()
+	fg := f.svc.foreground
 	rec := f.watch("s1")
 	done := f.askTimed(f.agent, "s1", "call-1", 60_000)
 	d := rec.next(t)
@@ -245,7 +245,7 @@ func TestAFrozenClaimHolderLosesItsClaimPastTheDeadline(t *testing.T) {
 // wait ends at its deadline on the waiter's clock, 0 ms past it.
 func TestAForgedClaimHoldsNoWait(t *testing.T) {
 	f := newFGTest(t)
-	fg := f.svc.foreground()
+	fg := f.svc.foreground
 	rec := f.watch("s1")
 	done := f.askTimed(f.agent, "s1", "call-1", 20_000)
 	rec.next(t)

@@ -39,9 +39,9 @@ func (d *durable) interrupted(keys []waiter.Key) {
 // runtime's root lease ends within one bound of its caller lease, and a
 // root that lives longer serves the Session itself.
 func (d *durable) repairInterrupted(ctx context.Context, sid string, callIDs []string) {
-	ctx, cancel := context.WithTimeout(ctx, 2*d.worker.cfg.ReleaseBound+d.worker.cfg.resumeTimeout())
+	ctx, cancel := context.WithTimeout(ctx, 2*d.cfg.ReleaseBound+d.cfg.ResumeTimeout)
 	defer cancel()
-	log := d.worker.log.With("session", sid, "calls", callIDs)
+	log := d.log.With("session", sid, "calls", callIDs)
 	for {
 		view, err := d.views.CaughtUp(ctx, sid)
 		if err != nil {
@@ -51,7 +51,7 @@ func (d *durable) repairInterrupted(ctx context.Context, sid string, callIDs []s
 		if !slices.ContainsFunc(callIDs, func(id string) bool { return isOpen(view, id) }) {
 			return // a result was recorded: nothing is interrupted
 		}
-		rec, state, err := d.worker.roots.Root(ctx, sid, d.rootLeaseExists)
+		rec, state, err := d.roots.Root(ctx, sid, d.rootLeaseExists)
 		if err != nil {
 			log.Warn("look up live root for an interrupted call", ops.Err(err))
 			return
@@ -84,7 +84,7 @@ func isOpen(v projection.View, callID string) bool {
 // continued), answers again; when none did, it is refused NO_AGENT. A call
 // whose root lives (or whose root's lease has yet to end) stays CALL_OPEN.
 func (d *durable) answerInterrupted(ctx context.Context, in holdover.AnswerRequest, refused holdover.AnswerResult) (holdover.AnswerResult, error) {
-	rec, state, err := d.worker.roots.Root(ctx, in.Session, d.rootLeaseExists)
+	rec, state, err := d.roots.Root(ctx, in.Session, d.rootLeaseExists)
 	if err != nil || state == liveroot.Alive {
 		return refused, nil
 	}

@@ -69,7 +69,7 @@ func (c Config) followConfig() jetstream.ConsumerConfig {
 // followReplies starts consuming the reply subjects; ctx ends every
 // follow-up, and the replies they followed go back to the server at once.
 func (d *durable) followReplies(ctx context.Context) (jetstream.ConsumeContext, error) {
-	cons, err := d.worker.top.Sessions.CreateOrUpdateConsumer(ctx, d.worker.cfg.followConfig())
+	cons, err := d.sessions.CreateOrUpdateConsumer(ctx, d.cfg.followConfig())
 	if err != nil {
 		return nil, holdover.Wrapf(err, holdover.CodeInternal, "create the %s consumer", streams.RepliesDurable)
 	}
@@ -94,7 +94,7 @@ func (d *durable) follow(ctx context.Context, m jetstream.Msg) {
 	}
 	if err != nil {
 		// Nothing a runtime would admit as a reply to a call.
-		d.worker.log.Warn("pass over a message on a reply subject", "subject", m.Subject(), ops.Err(err))
+		d.log.Warn("pass over a message on a reply subject", "subject", m.Subject(), ops.Err(err))
 		_ = m.Term()
 		return
 	}
@@ -116,7 +116,7 @@ func (d *durable) follow(ctx context.Context, m jetstream.Msg) {
 // handed back at once when the worker stops, and delivered again later
 // when its Session could not be resumed.
 func (d *durable) followReply(ctx context.Context, m jetstream.Msg, sid, callID, messageID string) {
-	stop := keepInProgress(m, d.worker.cfg.ReplyAckWait/3)
+	stop := keepInProgress(m, d.cfg.ReplyAckWait/3)
 	defer stop()
 	done := d.resumeIfIdle(ctx, sid, callID, messageID)
 	switch {

@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -119,9 +120,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// resumeTimeout is Config.ResumeTimeout, for the durable half.
-func (c Config) resumeTimeout() time.Duration { return c.ResumeTimeout }
-
 // Worker is one question worker (SPEC's Host): its instance of the
 // userQuestions micro service.
 type Worker struct {
@@ -135,15 +133,22 @@ type Worker struct {
 	// against it (D6), timed asks that it tracks their call (W9).
 	views *projection.Store
 
-	// parts are the shares of the service's work. Each owns its endpoints
-	// and background work (consumers, timers).
-	parts []part
+	// The two halves of the service's work: late answers, the view and
+	// reservations (answer.go, view.go), and waits and claims (ask.go,
+	// claims.go). Each owns its endpoints and background work (consumers,
+	// timers).
+	durable    *durable
+	foreground *foregroundHalf
+	// sweep deletes idle consumers that would outlive their readers
+	// (sweep.go); it serves no endpoint.
+	sweep *sweep
 
 	// svc announces the service and counts its requests (micro.go).
 	svc *announcement
 
-	mu      sync.Mutex // guards running during Start and Stop
-	running bool
+	running atomic.Bool // a Worker runs once at a time
+	// ctx is the requests' and the halves' background work's; it ends
+	// when Run stops.
 	ctx     context.Context
 	cancel  context.CancelFunc
 	slots   chan struct{}
@@ -158,18 +163,6 @@ type Worker struct {
 
 	// origins admits requests by their origin (auth.CheckOrigin).
 	origins *ops.Origins
-}
-
-// part is one share of the service: the durable half (late answers, the
-// view, reservations: answer.go, view.go) or the foreground half (waits and
-// claims: ask.go, claims.go). Each lists the endpoints it serves.
-type part interface {
-	// endpoints lists the operations the part serves.
-	endpoints() []endpoint
-	// start begins the part's background work; ctx ends with Stop.
-	start(ctx context.Context) error
-	// stop releases what start began, after the endpoints have stopped.
-	stop()
 }
 
 // endpoint is one operation of the service, served at
@@ -200,7 +193,7 @@ type request struct {
 }
 
 // New builds a Worker on nc and js over the provisioned topology. It
-// serves nothing until Start.
+// serves nothing until Run.
 func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Config, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.Default()
@@ -220,75 +213,83 @@ func New(nc *nats.Conn, js jetstream.JetStream, top *streams.Topology, cfg Confi
 	if w.views == nil {
 		w.views = projection.NewStore(js, top.Sessions, top.Questions)
 	}
-	w.origins = ops.NewOrigins(w.metrics(), w.log)
+	w.origins = ops.NewOrigins(cfg.Metrics, w.log)
 	w.svc = newAnnouncement(nc, w.origins.Admit)
-	w.parts = []part{newDurable(w), newForeground(w), newSweep(w)}
+	w.durable = newDurable(nc, js, top.Sessions, w.views, w.roots, cfg, w.log)
+	w.foreground = newForeground(nc, js, top.Claims, w.roots, w.views, cfg, w.log)
+	w.foreground.send, w.foreground.admit, w.foreground.interrupted = w.send, w.origins.Admit, w.durable.interrupted
+	w.sweep = newSweep(js, cfg, w.log)
 	return w
 }
-
-// metrics returns the collectors the service reports into.
-func (w *Worker) metrics() *ops.Metrics { return w.cfg.Metrics }
 
 // Roots is the live-root registry the service checks callers against (M9).
 func (w *Worker) Roots() *liveroot.Registry { return w.roots }
 
-// Start starts every part and then announces the micro service, so no
-// request arrives before the parts can serve it. ctx bounds the start
-// only; the service runs until Stop.
-func (w *Worker) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.running {
-		return holdover.Newf(holdover.CodeInternal, "%s service already started", userquestions.Name)
+// Run serves the service until ctx ends, the lifecycle of an
+// [ops.Component]. It starts both halves and then announces the micro
+// service, so no request arrives before they can serve it, and calls
+// ready. When ctx ends it stops taking requests, ends the ones in
+// progress (their contexts are cancelled), waits for their replies, and
+// stops both halves: nothing it started outlives it. A failure to start
+// is returned; a Worker runs once at a time.
+func (w *Worker) Run(ctx context.Context, ready func()) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return holdover.Newf(holdover.CodeInternal, "%s service already running", userquestions.Name)
 	}
+	defer w.running.Store(false)
+	if err := w.start(ctx); err != nil {
+		return err
+	}
+	ready()
+	<-ctx.Done()
+	w.stop()
+	return nil
+}
+
+// start starts both halves and then announces the service.
+func (w *Worker) start(ctx context.Context) error {
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	started := 0
+	var stops []func() // of the halves started, in order
 	fail := func(err error) error {
 		w.setOpen(false)
 		w.cancel()
 		w.handled.Wait()
 		w.runners.wait()
-		for _, p := range w.parts[:started] {
-			p.stop()
+		for _, stop := range stops {
+			stop()
 		}
 		return err
 	}
-	for _, p := range w.parts {
-		if err := p.start(w.ctx); err != nil {
-			return fail(err)
-		}
-		started++
+	if err := w.durable.start(w.ctx); err != nil {
+		return fail(err)
 	}
+	stops = append(stops, w.durable.stop)
+	if err := w.foreground.start(w.ctx); err != nil {
+		return fail(err)
+	}
+	stops = append(stops, w.foreground.stop)
+	w.sweep.start(w.ctx)
+	stops = append(stops, w.sweep.stop)
 	w.setOpen(true)
-	var eps []endpoint
-	for _, p := range w.parts {
-		eps = append(eps, p.endpoints()...)
-	}
+	eps := append(w.durable.endpoints(), w.foreground.endpoints()...)
 	if err := w.svc.start(ctx, eps, w.handler); err != nil {
 		return fail(err)
 	}
-	w.running = true
 	w.log.Info("service started", "id", w.svc.id, "subjects", streams.ServicePrefix+".>")
 	return nil
 }
 
-// Stop stops taking requests, ends the ones in progress (their contexts
-// are cancelled), waits for their replies, and stops every part.
-func (w *Worker) Stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.running {
-		return
-	}
+// stop stops taking requests, ends the ones in progress (their contexts
+// are cancelled), waits for their replies, and stops both halves.
+func (w *Worker) stop() {
 	w.svc.stop()
 	w.setOpen(false)
 	w.cancel()
 	w.handled.Wait()
 	w.runners.wait()
-	for _, p := range w.parts {
-		p.stop()
-	}
-	w.running = false
+	w.durable.stop()
+	w.foreground.stop()
+	w.sweep.stop()
 }
 
 func (w *Worker) setOpen(open bool) {

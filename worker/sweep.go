@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -40,7 +41,8 @@ const (
 // sweep is the part of the worker that deletes idle consumers that would
 // outlive their readers. It serves no endpoint.
 type sweep struct {
-	w       *Worker
+	js      jetstream.JetStream
+	log     *slog.Logger
 	idle    time.Duration
 	every   time.Duration
 	deleted *prometheus.CounterVec
@@ -48,21 +50,20 @@ type sweep struct {
 	done    sync.WaitGroup
 }
 
-func newSweep(w *Worker) *sweep {
+func newSweep(js jetstream.JetStream, cfg Config, log *slog.Logger) *sweep {
 	return &sweep{
-		w: w, idle: w.cfg.ConsumerIdle, every: w.cfg.SweepEvery,
-		deleted: counterVec(w.metrics(), prometheus.CounterOpts{
+		js: js, log: log, idle: cfg.ConsumerIdle, every: cfg.SweepEvery,
+		deleted: counterVec(cfg.Metrics, prometheus.CounterOpts{
 			Name: "holdover_consumers_swept_total",
 			Help: "Consumers the worker deleted, by stream: ones the server would not end soon after their last use (a durable that is not a shared or declared one, or an ephemeral with a long inactive threshold), idle for the worker's --consumer-idle (docs/permissions.md, \"Indirect paths\").",
 		}, "stream"),
 	}
 }
 
-func (s *sweep) endpoints() []endpoint { return nil }
-
-func (s *sweep) start(ctx context.Context) error {
+// start begins sweeping every s.every until ctx ends or stop.
+func (s *sweep) start(ctx context.Context) {
 	if s.idle < 0 {
-		return nil
+		return
 	}
 	s.stopped = make(chan struct{})
 	s.done.Go(func() {
@@ -79,13 +80,14 @@ func (s *sweep) start(ctx context.Context) error {
 			}
 		}
 	})
-	return nil
 }
 
+// stop ends what start began and waits for it.
 func (s *sweep) stop() {
 	if s.stopped != nil {
 		close(s.stopped)
 		s.done.Wait()
+		s.stopped = nil
 	}
 }
 
@@ -97,9 +99,9 @@ var sweptStreams = []string{streams.SessionsStream, streams.ClaimsStream,
 // once looks at every consumer of the topology's streams once.
 func (s *sweep) once(ctx context.Context) {
 	for _, name := range sweptStreams {
-		stream, err := s.w.js.Stream(ctx, name)
+		stream, err := s.js.Stream(ctx, name)
 		if err != nil {
-			s.w.log.Warn("look a stream up to sweep its consumers", "stream", name, ops.Err(err))
+			s.log.Warn("look a stream up to sweep its consumers", "stream", name, ops.Err(err))
 			continue
 		}
 		var kept map[string]bool // durables that live while unread: the shared ones, on SESSIONS only
@@ -113,7 +115,7 @@ func (s *sweep) once(ctx context.Context) {
 			}
 		}
 		if err := list.Err(); err != nil && ctx.Err() == nil {
-			s.w.log.Warn("list consumers to sweep", "stream", name, ops.Err(err))
+			s.log.Warn("list consumers to sweep", "stream", name, ops.Err(err))
 		}
 	}
 }
@@ -151,12 +153,12 @@ func (s *sweep) delete(ctx context.Context, stream jetstream.Stream, info *jetst
 		return // another worker's sweep was first, or its reader deleted it
 	case err != nil:
 		if ctx.Err() == nil {
-			s.w.log.Warn("delete an idle consumer that would outlive its reader", "stream", info.Stream, "consumer", info.Name, ops.Err(err))
+			s.log.Warn("delete an idle consumer that would outlive its reader", "stream", info.Stream, "consumer", info.Name, ops.Err(err))
 		}
 		return
 	}
 	s.deleted.WithLabelValues(info.Stream).Inc()
-	s.w.log.Warn("deleted an idle consumer that would outlive its reader",
+	s.log.Warn("deleted an idle consumer that would outlive its reader",
 		"stream", info.Stream, "consumer", info.Name, "durable", info.Config.Durable != "",
 		"inactive_threshold", info.Config.InactiveThreshold, "idle", s.idleFor(info).Round(time.Millisecond))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/worker"
 )
@@ -50,8 +51,7 @@ func TestTheWorkerDeletesIdleConsumersThatOutliveTheirReaders(t *testing.T) {
 
 	m := ops.NewMetrics()
 	svc := worker.New(env.Conn, env.JS, env.Topology, worker.Config{Metrics: m, ConsumerIdle: time.Second, SweepEvery: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
-	require.NoError(t, svc.Start(ctx))
-	t.Cleanup(svc.Stop)
+	opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 
 	names := func(s jetstream.Stream) []string {
 		var out []string

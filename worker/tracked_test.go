@@ -18,6 +18,7 @@ import (
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/worker"
@@ -43,12 +44,11 @@ func TestAskTimedRefusesACallTheLogDoesNotTrack_W9(t *testing.T) {
 	metrics := ops.NewMetrics()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	svc := worker.New(env.Conn, env.JS, env.Topology, worker.Config{Clock: clock, Metrics: metrics, ReleaseBound: time.Second}, log)
-	require.NoError(t, svc.Start(context.Background()))
-	t.Cleanup(svc.Stop)
+	opstest.Start(t, ops.Component{Name: "userQuestions", Run: svc.Run})
 	agentNC, _ := embeddedtest.Connect(t, env.Server.ClientURL())
 	agent, err := caller.New(context.Background(), agentNC, caller.Config{ReleaseBound: time.Second, Log: log})
 	require.NoError(t, err)
-	t.Cleanup(agent.Close)
+	t.Cleanup(func() { require.NoError(t, agent.Close()) })
 	sessions := sessionlog.New(env.JS, env.Topology.Sessions)
 
 	call := func(args string) events.Body {

@@ -63,7 +63,16 @@ func TestRunRefusesABadTokenFile(t *testing.T) {
 // /healthz while it is down, ready again by itself once it is back
 // (issue 22).
 func TestGatewayProcessRidesOutAServerRestart(t *testing.T) {
-	opts := embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
+	opts, srv, gw, listen := gatewayOnAServer(t)
+	proctest.RidesOutAServerRestart(t, gw, "http://"+listen+"/healthz", srv, opts)
+}
+
+// gatewayOnAServer starts a NATS server on a fixed port with the
+// topology, with opts to start it again as itself, and a gateway process
+// on it that serves on listen.
+func gatewayOnAServer(t *testing.T) (opts embedded.Options, srv *embedded.Server, gw *proctest.Process, listen string) {
+	t.Helper()
+	opts = embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
 	srv, err := embedded.Start(opts)
 	require.NoError(t, err)
 	_, js := embeddedtest.Connect(t, srv.ClientURL())
@@ -71,9 +80,9 @@ func TestGatewayProcessRidesOutAServerRestart(t *testing.T) {
 	require.NoError(t, err)
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	require.NoError(t, os.WriteFile(tokens, []byte(`{"tokens":{"t":{"user":"ana","sessions":["*"]}}}`), 0o600))
-	listen := proctest.FreeAddr(t)
-	gw := proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
-	proctest.RidesOutAServerRestart(t, gw, "http://"+listen+"/healthz", srv, opts)
+	listen = proctest.FreeAddr(t)
+	gw = proctest.Start(t, proctest.Build(t, "gateway"), "--nats", srv.ClientURL(), "--listen", listen, "--metrics-addr", proctest.FreeAddr(t), "--tokens", tokens)
+	return opts, srv, gw, listen
 }
 
 // A gateway process on a cluster that loses its quorum is not ready on
@@ -103,4 +112,19 @@ func TestGatewayProcessStartsOnAClusterWithoutQuorum(t *testing.T) {
 	c.Start(2)
 	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusOK, time.Minute, "ready once the quorum is back")
 	require.NotContains(t, gw.Output(), "stopped")
+}
+
+// Issue 25: a gateway whose NATS connection closes for good (its server
+// came back with authentication on and refuses it twice) has stopped
+// serving anything: the process exits non-zero, so its supervisor starts
+// it again, instead of running on with no NATS.
+func TestGatewayProcessExitsNonZeroWhenItsConnectionClosesForGood(t *testing.T) {
+	opts, srv, gw, listen := gatewayOnAServer(t)
+	proctest.AwaitHealth(t, "http://"+listen+"/healthz", http.StatusOK, 20*time.Second, "ready")
+
+	proctest.RestartRefusing(t, srv, opts)
+
+	require.Equal(t, 1, gw.ExitCode(t, time.Minute), "%s", gw.Output())
+	require.Contains(t, gw.Output(), "the NATS connection closed for good")
+	require.Contains(t, gw.Output(), "stopping the process")
 }

@@ -79,7 +79,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	components := []ops.Component{agent}
+	components := []ops.Component{ops.NATSConnection(nc), agent}
 	if metrics != "" {
 		components = append(components, ops.HTTPServer("metrics", metrics, ops.Handler(cfg.Metrics, ops.NATSConnected(nc)), logger))
 	}

@@ -132,7 +132,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		components = append(components, notifier)
+		components = append(components, ops.NATSConnection(notifyConn), notifier)
 		notifying = fmt.Sprintf("%d webhook(s), %s bodies", len(notifyCfg.Webhooks), notifyCfg.Format)
 	}
 	if !noDemo {
@@ -148,7 +148,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		components = append(components, agent)
+		components = append(components, ops.NATSConnection(agentConn), agent)
 	}
 
 	agentFlags := hostFlags(ops.NATSConfig{URL: url, Creds: creds(auth.Agent)})

@@ -62,7 +62,7 @@ func newBridgeWorld(t *testing.T) *bridgeWorld {
 	nc := w.conn(t, auth.Agent)
 	b, err := bridge.New(ctx, bridge.Config{Conn: nc, ReleaseBound: time.Second, ClaimBound: hookClaimBound, Logger: quietLogger()})
 	require.NoError(t, err)
-	t.Cleanup(b.Close)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	w.bridge = b
 	js := w.dev.as(t, auth.Operator)
 	sessions, err := js.Stream(ctx, streams.SessionsStream)
@@ -97,7 +97,7 @@ func newUser(t *testing.T, dev devServer) *answerer.Client {
 	nc, _ := embeddedtest.Connect(t, dev.url, opts...)
 	user, err := answerer.New(nc, answerer.Config{})
 	require.NoError(t, err)
-	t.Cleanup(user.Close)
+	t.Cleanup(func() { require.NoError(t, user.Close()) })
 	return user
 }
 

@@ -88,6 +88,8 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		srv := bridge.NewServer(b, version, func(*mcp.ServerSession) string { return sid })
 		defer srv.Close()
+		// A session, not a service: it ends, and the process with 0, when
+		// the host closes stdin.
 		srv.Preopen(ctx, sid)
 		logger.Info("serving MCP on stdio", "session", sid, "instance", b.Instance())
 		err := srv.MCP().Run(ctx, &mcp.StdioTransport{})
@@ -108,16 +110,25 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = hs.Close()
-	}()
 	fmt.Fprintf(stderr, "holdover mcp: streamable HTTP on http://%s/\n", ln.Addr())
-	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	return ops.Run(ctx, logger, ops.NATSConnection(nc), ops.Component{Name: "mcp", Run: func(ctx context.Context, ready func()) error {
+		// Closed, not shut down: a host's event stream never goes idle.
+		hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		closed := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			_ = hs.Close()
+			close(closed)
+		})
+		ready()
+		err := hs.Serve(ln)
+		if !stop() {
+			<-closed
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
 		return err
-	}
-	return nil
+	}})
 }
 
 // hostSession is the Holdover Session of a host's own session id: the id

@@ -45,13 +45,13 @@ func BenchmarkMCPAskLatency(b *testing.B) {
 	}
 	user, err := answerer.New(conn(auth.Gateway).nc, answerer.Config{})
 	require.NoError(b, err)
-	b.Cleanup(user.Close)
+	b.Cleanup(func() { require.NoError(b, user.Close()) })
 
 	// The Go client: a live root of its own Session and its caller lease.
 	agent := conn(auth.Agent)
 	goClient, err := caller.New(ctx, agent.nc, caller.Config{})
 	require.NoError(b, err)
-	b.Cleanup(goClient.Close)
+	b.Cleanup(func() { require.NoError(b, goClient.Close()) })
 	kv, err := agent.js.KeyValue(ctx, streams.RootsBucket)
 	require.NoError(b, err)
 	goSid := "bench-go"

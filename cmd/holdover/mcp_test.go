@@ -20,6 +20,8 @@ import (
 	"github.com/holdover-dev/holdover/askuser"
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/worker"
 )
@@ -35,12 +37,11 @@ func TestMCPRoundTrip(t *testing.T) {
 	env := embeddedtest.StartSecure(t, streams.Config{Memory: true})
 	wnc, wjs := env.As(t, auth.Worker)
 	w := worker.New(wnc, wjs, env.Topology, worker.Config{}, quietLogger())
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(w.Stop)
+	opstest.Start(t, ops.Component{Name: "userQuestions", Run: w.Run})
 	gnc, _ := env.As(t, auth.Gateway)
 	user, err := answerer.New(gnc, answerer.Config{})
 	require.NoError(t, err)
-	t.Cleanup(user.Close)
+	t.Cleanup(func() { require.NoError(t, user.Close()) })
 
 	bin := filepath.Join(t.TempDir(), "holdover")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()

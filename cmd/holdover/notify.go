@@ -51,6 +51,7 @@ func runNotify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return ops.Run(ctx, logger,
+		ops.NATSConnection(nc),
 		ops.HTTPServer("metrics", metricsAddr, ops.Handler(metrics, ops.NATSConnected(nc)), logger),
 		notifier)
 }

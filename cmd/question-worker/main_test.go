@@ -145,3 +145,20 @@ func requireFolds(t *testing.T, url string) {
 		return json.Unmarshal(e.Value(), &v) == nil && v.LastSeq >= last
 	}, time.Minute, 50*time.Millisecond, "the worker folds the Session")
 }
+
+// Issue 25: a worker whose NATS connection closes for good (its server
+// came back with authentication on and refuses it twice) serves nothing
+// any more: the process exits non-zero, so its supervisor starts it again.
+func TestWorkerProcessExitsNonZeroWhenItsConnectionClosesForGood(t *testing.T) {
+	opts := embedded.Options{StoreDir: t.TempDir(), Port: proctest.FreePort(t)}
+	srv, err := embedded.Start(opts)
+	require.NoError(t, err)
+	metrics := proctest.FreeAddr(t)
+	worker := proctest.Start(t, proctest.Build(t, "question-worker"), "--nats", srv.ClientURL(), "--metrics-addr", metrics)
+	proctest.AwaitHealth(t, "http://"+metrics+"/healthz", http.StatusOK, 20*time.Second, "ready")
+
+	proctest.RestartRefusing(t, srv, opts)
+
+	require.Equal(t, 1, worker.ExitCode(t, time.Minute), "%s", worker.Output())
+	require.Contains(t, worker.Output(), "component failed; stopping the process")
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
 
 	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded"
@@ -112,4 +113,30 @@ func Connect(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstre
 		t.Fatal(err)
 	}
 	return nc, js
+}
+
+// Leaks are the goleak options of a check that no goroutine outlives a
+// part under test, in a test whose server runs in the same process: they
+// pass over the goroutines of the server's consumers, which outlive the
+// process that made them until NATS ends them (a lease, the release bound
+// after its holder let go), and count from before ready, the goroutines
+// of the test's own connections, each readied to make requests (its
+// request subscription lives as long as it does).
+func Leaks(t testing.TB, ready ...*nats.Conn) []goleak.Option {
+	t.Helper()
+	for _, nc := range ready {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.AccountInfo(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []goleak.Option{
+		goleak.IgnoreCurrent(),
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*consumer).loopAndGatherMsgs"),
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*consumer).processInboundAcks"),
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*consumer).processInboundNextMsgReqs"),
+	}
 }

@@ -15,10 +15,12 @@ import (
 // Proxy is a loopback TCP proxy in front of a NATS server, for fault
 // tests that need a client's connection to fail at a chosen point: cut
 // (every connection closed, new ones refused until healed, as when the
-// network goes away) or held right after a chosen publish has reached the
+// network goes away), held right after a chosen publish has reached the
 // server (nothing the client sends afterwards arrives, as when it dies at
-// that instant). It reads the NATS protocol the clients send only to find
-// publishes; everything else passes through unchanged.
+// that instant), or with chosen publishes stalled (kept back while the
+// rest passes, as when one message is slow to be stored). It reads the
+// NATS protocol the clients send only to find publishes; everything else
+// passes through unchanged.
 type Proxy struct {
 	t      testing.TB
 	target string
@@ -29,6 +31,17 @@ type Proxy struct {
 	conns map[net.Conn]bool
 	hold  func(subject string, h nats.Header) bool
 	held  chan struct{}
+	// stall keeps back the publishes it accepts, each with the server
+	// connection it was on its way to, until released.
+	stall   func(subject string, h nats.Header) bool
+	stalled chan struct{}
+	kept    []stalledPub
+}
+
+// stalledPub is a publish kept back by Stall.
+type stalledPub struct {
+	server net.Conn
+	frame  []byte
 }
 
 // NewProxy listens on an ephemeral loopback port and forwards to the
@@ -90,6 +103,25 @@ func (p *Proxy) HoldAfter(match func(subject string, h nats.Header) bool) <-chan
 	return p.held
 }
 
+// Stall keeps back every publish that match accepts (by subject and
+// headers), passing on everything else the clients send meanwhile; the
+// returned channel is closed once one has been kept back. release passes
+// the kept publishes on to the server and stops stalling.
+func (p *Proxy) Stall(match func(subject string, h nats.Header) bool) (stalled <-chan struct{}, release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stall, p.stalled = match, make(chan struct{})
+	return p.stalled, func() {
+		p.mu.Lock()
+		kept := p.kept
+		p.stall, p.kept = nil, nil
+		p.mu.Unlock()
+		for _, k := range kept {
+			_, _ = k.server.Write(k.frame)
+		}
+	}
+}
+
 func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
@@ -142,6 +174,9 @@ func (p *Proxy) forward(server net.Conn, client *bufio.Reader) {
 			}
 			frame, subject = append(line, payload...), string(fields[1])
 		}
+		if subject != "" && p.keeps(server, subject, frame, len(line), hdr) {
+			continue
+		}
 		if _, err := server.Write(frame); err != nil {
 			return
 		}
@@ -155,19 +190,35 @@ func (p *Proxy) forward(server net.Conn, client *bufio.Reader) {
 func (p *Proxy) holds(subject string, header []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.hold == nil {
-		return false
-	}
-	h := nats.Header{}
-	if len(header) > 0 {
-		if decoded, err := nats.DecodeHeadersMsg(header); err == nil {
-			h = decoded
-		}
-	}
-	if !p.hold(subject, h) {
+	if p.hold == nil || !p.hold(subject, decodeHeader(header)) {
 		return false
 	}
 	p.hold = nil
 	close(p.held)
 	return true
+}
+
+// keeps keeps back the publish frame on its way to server when Stall
+// accepts it; its header is the hdr bytes after the protocol line of
+// length line.
+func (p *Proxy) keeps(server net.Conn, subject string, frame []byte, line, hdr int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stall == nil || !p.stall(subject, decodeHeader(frame[line:line+hdr])) {
+		return false
+	}
+	if len(p.kept) == 0 {
+		close(p.stalled)
+	}
+	p.kept = append(p.kept, stalledPub{server: server, frame: frame})
+	return true
+}
+
+func decodeHeader(header []byte) nats.Header {
+	if len(header) > 0 {
+		if h, err := nats.DecodeHeadersMsg(header); err == nil {
+			return h
+		}
+	}
+	return nats.Header{}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/holdover-dev/holdover/embedded/embeddedtest"
 	"github.com/holdover-dev/holdover/inbox"
+	"github.com/holdover-dev/holdover/ops"
+	"github.com/holdover-dev/holdover/ops/opstest"
 	"github.com/holdover-dev/holdover/projection"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
@@ -43,21 +45,12 @@ func Start(t testing.TB) *Env {
 // comes first; either way its Run must end without an error.
 func (e *Env) RunWorker(t testing.TB) (stop func()) {
 	w := projection.NewWorker(e.Views, e.Replies, projection.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("projection worker: %v", err)
-			}
+	running := opstest.Start(t, ops.Component{Name: "projection", Run: w.Run})
+	return func() {
+		if err := running.Stop(); err != nil {
+			t.Fatalf("projection worker: %v", err)
 		}
 	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // Queued reads every message stream (SESSIONS) holds for Session sid's

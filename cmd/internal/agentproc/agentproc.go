@@ -66,7 +66,8 @@ func ReadScript(path string) (string, error) {
 
 // Component checks cfg and returns the runtime as one component of
 // [ops.Run]: it serves cfg.Session and, with Pool, resume requests, until
-// its context ends.
+// its context ends. It is ready once it is the Session's live root and
+// in the pool.
 func Component(nc *nats.Conn, cfg Config) (ops.Component, error) {
 	root, child, err := models(cfg)
 	if err != nil {
@@ -83,12 +84,12 @@ func Component(nc *nats.Conn, cfg Config) (ops.Component, error) {
 	if cfg.PromptConn == nil {
 		cfg.PromptConn = nc
 	}
-	return ops.Component{Name: "agent", Run: func(ctx context.Context) error {
+	return ops.Component{Name: "agent", Run: func(ctx context.Context, ready func()) error {
 		if !cfg.Pool {
 			if err := queuePrompt(ctx, nc, cfg); err != nil {
 				return err
 			}
-			return runtime.Run(ctx, rcfg)
+			return runtime.Run(ctx, rcfg, ready)
 		}
 		rt, err := runtime.New(ctx, rcfg)
 		if err != nil {
@@ -105,6 +106,7 @@ func Component(nc *nats.Conn, cfg Config) (ops.Component, error) {
 				return err
 			}
 		}
+		ready()
 		<-ctx.Done()
 		return nil
 	}}, nil

@@ -47,19 +47,20 @@ type Config struct {
 // the question worker's 9464 and the notifier's 9466.
 const DefaultMetricsAddr = "127.0.0.1:9465"
 
-// Components returns the gateway as components of [ops.Run]: its metrics
-// server when cfg.MetricsAddr is set, then the gateway. nc should have a
-// reconnect wait of [gateway.DefaultReconnectWait]; the answerer the
-// gateway uses lives as long as the gateway runs.
+// Components returns the gateway as components of [ops.Run], in start
+// order: its NATS connection, its metrics server when cfg.MetricsAddr is
+// set, then the gateway. nc should have a reconnect wait of
+// [gateway.DefaultReconnectWait]; the answerer the gateway uses lives as
+// long as the gateway runs.
 func Components(nc *nats.Conn, js jetstream.JetStream, cfg Config) []ops.Component {
 	if cfg.Metrics == nil {
 		cfg.Metrics = ops.NewMetrics()
 	}
-	var out []ops.Component
+	out := []ops.Component{ops.NATSConnection(nc)}
 	if cfg.MetricsAddr != "" {
 		out = append(out, ops.HTTPServer("gateway-metrics", cfg.MetricsAddr, ops.Handler(cfg.Metrics, ops.NATSConnected(nc)), cfg.Logger))
 	}
-	return append(out, ops.Component{Name: "gateway", Run: func(ctx context.Context) error {
+	return append(out, ops.Component{Name: "gateway", Run: func(ctx context.Context, ready func()) error {
 		defer cfg.Listener.Close()
 		ans, err := answerer.New(nc, answerer.Config{ReleaseBound: cfg.ReleaseBound, Log: cfg.Logger})
 		if err != nil {
@@ -80,6 +81,6 @@ func Components(nc *nats.Conn, js jetstream.JetStream, cfg Config) []ops.Compone
 		if err != nil {
 			return err
 		}
-		return srv.Serve(ctx, cfg.Listener)
+		return srv.Run(ctx, cfg.Listener, ready)
 	}})
 }

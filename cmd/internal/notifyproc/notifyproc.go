@@ -80,7 +80,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 }
 
 // Component returns the notifier as one component of [ops.Run], posting
-// through js's connection. It opens the SESSIONS stream and the
+// through js's connection (which the process runs as a component of its
+// own, [ops.NATSConnection]). It opens the SESSIONS stream and the
 // userQuestions bucket as a question worker provisioned them; it never
 // provisions (a notifier must not change a deployment's streams).
 func Component(ctx context.Context, js jetstream.JetStream, cfg Config) (ops.Component, error) {

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/auth"
 	"github.com/holdover-dev/holdover/embedded"
 	"github.com/holdover-dev/holdover/streams"
 )
@@ -58,25 +59,43 @@ func FreePort(t *testing.T) int {
 // Process is a running command whose output (stdout and stderr) the
 // test reads.
 type Process struct {
-	cmd *exec.Cmd
-	mu  sync.Mutex
-	out bytes.Buffer
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has exited; cmd.ProcessState says how
+	mu     sync.Mutex
+	out    bytes.Buffer
 }
 
 // Start runs bin with args; the test's end stops it with SIGTERM.
 func Start(t *testing.T, bin string, args ...string) *Process {
 	t.Helper()
-	p := &Process{cmd: exec.Command(bin, args...)}
+	p := &Process{cmd: exec.Command(bin, args...), exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	require.NoError(t, p.cmd.Start())
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		_ = p.cmd.Wait()
+		<-p.exited
 		if t.Failed() {
 			t.Logf("%s output:\n%s", filepath.Base(bin), p.Output())
 		}
 	})
 	return p
+}
+
+// ExitCode waits until the process exits by itself and returns its exit
+// code, or fails the test if it still runs after within.
+func (p *Process) ExitCode(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(within):
+		t.Fatalf("the process still runs after %v", within)
+		return 0
+	}
 }
 
 func (p *Process) Write(b []byte) (int, error) {
@@ -150,6 +169,22 @@ func RidesOutAServerRestart(t *testing.T, p *Process, health string, srv *embedd
 	AwaitHealth(t, health, http.StatusOK, patience, "ready again once the server is back")
 	t.Logf("ready again %v after the server was back", time.Since(started).Round(time.Millisecond))
 	require.Contains(t, p.Output(), "reconnected to NATS")
+}
+
+// RestartRefusing stops srv (started with opts, a fixed port) and starts
+// it again on the same address with authentication on, under credentials
+// nobody holds: every client it had is refused on its reconnect, twice,
+// and so closes its connection for good.
+func RestartRefusing(t *testing.T, srv *embedded.Server, opts embedded.Options) {
+	t.Helper()
+	srv.Stop()
+	var err error
+	opts.Auth, err = auth.Init(t.TempDir())
+	require.NoError(t, err)
+	opts.StoreDir = t.TempDir()
+	back, err := embedded.Start(opts)
+	require.NoError(t, err)
+	t.Cleanup(back.Stop)
 }
 
 // Cluster is embedded servers routed into one JetStream cluster on

@@ -44,8 +44,9 @@ type Config struct {
 // DefaultMetricsAddr serves metrics on loopback only.
 const DefaultMetricsAddr = "127.0.0.1:9464"
 
-// Components provisions (or looks up) the topology on js and returns the worker's parts
-// in start order: the metrics and health server, the projection worker,
+// Components provisions (or looks up) the topology on js and returns the
+// worker's parts in start order, each relying on the ones before it: the
+// NATS connection, the metrics and health server, the projection worker,
 // then the userQuestions service. Pass them to [ops.Run].
 func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg Config) ([]ops.Component, error) {
 	open := func() (*streams.Topology, error) { return streams.Provision(ctx, js, cfg.Streams) }
@@ -76,17 +77,18 @@ func Components(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg 
 		return nil
 	}}
 	return []ops.Component{
+		ops.NATSConnection(nc),
 		ops.HTTPServer("metrics", cfg.MetricsAddr, ops.Handler(metrics, ops.NATSConnected(nc), ops.StreamAvailable(js, streams.SessionsStream), started), cfg.Logger),
 		{Name: "projection", Run: projector.Run},
-		{Name: "userQuestions", Run: func(ctx context.Context) error {
-			if err := untilAnswered(ctx, "start the service", func() error { return svc.Start(ctx) }, cfg.Logger); err != nil {
-				return err
-			}
-			serving.Store(true)
-			<-ctx.Done()
-			serving.Store(false)
-			svc.Stop()
-			return nil
+		{Name: "userQuestions", Run: func(ctx context.Context, ready func()) error {
+			stopping := context.AfterFunc(ctx, func() { serving.Store(false) })
+			defer stopping()
+			return untilAnswered(ctx, "start the service", func() error {
+				return svc.Run(ctx, func() {
+					serving.Store(ctx.Err() == nil) // not once it stops
+					ready()
+				})
+			}, cfg.Logger)
 		}},
 	}, nil
 }

@@ -177,10 +177,12 @@ func serveWorker(nc *nats.Conn, cfg worker.Config, provision, keep bool, log *sl
 	if keep {
 		cfg.Views = projection.NewStore(js, top.Sessions, top.Questions)
 		w := projection.NewWorker(cfg.Views, inbox.NewReplies(js, top.Sessions, nil), projection.WorkerConfig{Logger: log})
-		go func() { _ = w.Run(context.Background()) }()
+		if _, err := ops.Start(context.Background(), ops.Component{Name: "projection", Run: w.Run}); err != nil {
+			return err
+		}
 	}
 	svc := worker.New(nc, js, top, cfg, log)
-	if err := svc.Start(context.Background()); err != nil {
+	if _, err := ops.Start(context.Background(), ops.Component{Name: "userQuestions", Run: svc.Run}); err != nil {
 		return err
 	}
 	fmt.Println("ready")
@@ -195,7 +197,9 @@ func folder(nc *nats.Conn, ackWait time.Duration, provision bool, log *slog.Logg
 	}
 	w := projection.NewWorker(projection.NewStore(js, top.Sessions, top.Questions), inbox.NewReplies(js, top.Sessions, nil),
 		projection.WorkerConfig{AckWait: ackWait, Logger: log})
-	go func() { _ = w.Run(context.Background()) }()
+	if _, err := ops.Start(context.Background(), ops.Component{Name: "projection", Run: w.Run}); err != nil {
+		return err
+	}
 	fmt.Println("ready")
 	return nil
 }
