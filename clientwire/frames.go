@@ -92,25 +92,40 @@ func byType(specs []Spec) map[string]Spec {
 // frame's type member is not looked at: the caller chose F by it.
 func Decode[F Frame](data []byte) (F, error) {
 	var f F
-	if err := json.Unmarshal(data, &f); err != nil {
+	if err := unmarshal(data, &f); err != nil {
 		var zero F
 		return zero, holdover.Newf(badCode(f), "frame is not a JSON object: %v", err)
 	}
 	return f, f.Check()
 }
 
-// Head is what a reader learns of any frame before its type is known.
+// Head is what a reader learns of any frame before its type's struct:
+// its type, its id (an error about the frame names it), and the members
+// by which a Client frame names a Session, which the gateway checks
+// against the token before it takes the frame: a watch's session, the
+// params.session of an open or a call.
 type Head struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Session string          `json:"session"`
+	Params  json.RawMessage `json:"params"`
+}
+
+// ReadHead reads the head of one frame. The error is the decoder's, for
+// the reader to give its code: data that is not a JSON object, or whose
+// head members are not strings (params: any JSON).
+func ReadHead(data []byte) (Head, error) {
+	var h Head
+	err := unmarshal(data, &h)
+	return h, err
 }
 
 // ReadGatewayFrame reads one frame from the gateway, as a Client does. A
 // type this version does not know comes back as nil with no error: a
 // newer gateway may send more. Anything malformed is BAD_FRAME.
 func ReadGatewayFrame(data []byte) (GatewayFrame, error) {
-	var h Head
-	if err := json.Unmarshal(data, &h); err != nil {
+	h, err := ReadHead(data)
+	if err != nil {
 		return nil, holdover.Newf(CodeBadFrame, "frame is not a JSON object: %v", err)
 	}
 	if h.Type == "" {

@@ -99,22 +99,14 @@ func frameTable(specs ...frameSpec) map[string]*frameSpec {
 	return table
 }
 
-// frame is one Client frame as read: its head, its spec (nil for a type
-// not in the table) and its body as the spec decoded it.
+// frame is one Client frame as read: its head (clientwire.Head: its type,
+// its id for the error that refuses it, and what a need checks against
+// the token), its spec (nil for a type not in the table) and its body as
+// the spec decoded it.
 type frame struct {
-	head head
+	head clientwire.Head
 	spec *frameSpec
 	body clientwire.ClientFrame
-}
-
-// head is what the gateway reads of every frame before its type's spec:
-// the type and id (the id names the frame in the error that refuses it),
-// and what a need checks against the token: its session member and its
-// params.
-type head struct {
-	clientwire.Head
-	Session string          `json:"session"`
-	Params  json.RawMessage `json:"params"`
 }
 
 // parseFrame decodes one Client frame and checks the fields its type
@@ -123,7 +115,8 @@ type head struct {
 // not in the table is no error.
 func parseFrame(data []byte) (frame, error) {
 	var f frame
-	if err := json.Unmarshal(data, &f.head); err != nil {
+	var err error
+	if f.head, err = clientwire.ReadHead(data); err != nil {
 		return frame{}, holdover.Newf(holdover.CodeBadRequest, "frame is not a JSON object: %v", err)
 	}
 	if len(f.head.ID) > clientwire.MaxIDBytes {
@@ -136,7 +129,6 @@ func parseFrame(data []byte) (frame, error) {
 	if f.spec == nil {
 		return f, nil
 	}
-	var err error
 	f.body, err = f.spec.decode(data)
 	return f, err
 }
