@@ -20,6 +20,14 @@ const (
 	TypeInbox    = "inbox"
 )
 
+// clientFrames is the catalog of the frames a Client sends, in the order
+// docs/protocol.md shows them.
+var clientFrames = []Spec{
+	specOf[HelloFrame](), specOf[WatchFrame](), specOf[UnwatchFrame](),
+	specOf[SettleFrame](), specOf[RejectFrame](), specOf[DelegateFrame](),
+	specOf[OpenFrame](), specOf[CloseFrame](), specOf[CallFrame](), specOf[InboxFrame](),
+}
+
 // HelloFrame is a Client's first frame: the newest protocol version it
 // speaks, its name for the gateway's logs, and its access token unless
 // the WebSocket's address carries it.

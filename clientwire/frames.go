@@ -57,20 +57,7 @@ func specOf[F Frame]() Spec {
 	}}
 }
 
-// The frames of each side, in the order docs/protocol.md shows them.
-var (
-	clientFrames = []Spec{
-		specOf[HelloFrame](), specOf[WatchFrame](), specOf[UnwatchFrame](),
-		specOf[SettleFrame](), specOf[RejectFrame](), specOf[DelegateFrame](),
-		specOf[OpenFrame](), specOf[CloseFrame](), specOf[CallFrame](), specOf[InboxFrame](),
-	}
-	gatewayFrames = []Spec{
-		specOf[WelcomeFrame](), specOf[EventsFrame](), specOf[ViewFrame](), specOf[ReadyFrame](),
-		specOf[SummaryFrame](), specOf[RequestFrame](), specOf[CancelFrame](),
-		specOf[StreamFrame](), specOf[ClosedFrame](), specOf[ResultFrame](), specOf[ErrorFrame](),
-	}
-	gatewayByType = byType(gatewayFrames)
-)
+var gatewayByType = byType(gatewayFrames)
 
 // ClientFrames lists every frame type a Client sends.
 func ClientFrames() []Spec { return append([]Spec(nil), clientFrames...) }

@@ -22,6 +22,14 @@ const (
 	TypeError   = "error"
 )
 
+// gatewayFrames is the catalog of the frames the gateway sends, in the
+// order docs/protocol.md shows them.
+var gatewayFrames = []Spec{
+	specOf[WelcomeFrame](), specOf[EventsFrame](), specOf[ViewFrame](), specOf[ReadyFrame](),
+	specOf[SummaryFrame](), specOf[RequestFrame](), specOf[CancelFrame](),
+	specOf[StreamFrame](), specOf[ClosedFrame](), specOf[ResultFrame](), specOf[ErrorFrame](),
+}
+
 // WelcomeFrame answers hello: the version spoken on the connection, the
 // connection's name in the gateway's logs and claims, the token's user
 // and the Sessions it grants ("*" for every one).
