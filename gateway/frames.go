@@ -8,13 +8,15 @@ import (
 )
 
 // clientFrames is how the gateway takes each frame a Client sends
-// (docs/protocol.md; the frames themselves are package clientwire's). The
-// connection reads, counts, paces, admits and handles every frame by its
-// spec here, and by nothing else: a frame type is added by adding its row.
-// A type not in the table is no error: a newer Client may send more, and
+// (docs/protocol.md; the frames themselves are package clientwire's). A
+// row says what the frame needs before it runs, how the rate limit paces
+// it, and its handler, whose parameter is the frame's clientwire struct:
+// onWatch takes a clientwire.WatchFrame, so the row is the watch frame's.
+// The connection reads, counts, paces, admits and handles every frame by
+// its row, and by nothing else; a frame type is added by adding one. A
+// type not in the table is no error: a newer Client may send more, and
 // the connection passes it over.
 var clientFrames = frameTable(
-	//    what it needs          pace      handler
 	takes(needsNothing, starts, (*conn).onHello),
 	takes(needsSession, starts, (*conn).onWatch),
 	takes(needsHello, releases, (*conn).onUnwatch),
