@@ -19,6 +19,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -43,7 +44,7 @@ type FanOutConfig struct {
 	// at once: one request at a time with every Client connected.
 	OneAtATime bool
 	// Protocol is the version the Clients say in hello; 0 is the
-	// gateway's own, [gateway.ProtocolVersion]. Protocol 1 Clients get
+	// gateway's own, [clientwire.ProtocolVersion]. Protocol 1 Clients get
 	// one frame a message, so a burst to them shows what batching saves.
 	Protocol int
 }
@@ -107,7 +108,7 @@ func (c FanOutConfig) name() string {
 	if c.Watches > 1 {
 		shape += fmt.Sprintf(", %d Sessions a Client", c.Watches)
 	}
-	if c.Protocol != gateway.ProtocolVersion {
+	if c.Protocol != clientwire.ProtocolVersion {
 		shape += fmt.Sprintf(", protocol %d", c.Protocol)
 	}
 	return fmt.Sprintf("gateway fan-out, %s (%s)", kind, shape)
@@ -134,7 +135,7 @@ func (c FanOutConfig) name() string {
 // nothing durable, so a deployment keeps nothing of it.
 func (r *Rig) FanOut(ctx context.Context, cfg FanOutConfig) ([]Row, error) {
 	cfg.Watches = max(cfg.Watches, 1)
-	cfg.Protocol = cmp.Or(cfg.Protocol, gateway.ProtocolVersion)
+	cfg.Protocol = cmp.Or(cfg.Protocol, clientwire.ProtocolVersion)
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 )
 
 // target is what a call or open frame names, checked: its service and op,
@@ -20,30 +21,26 @@ type target struct {
 	sid    string
 }
 
-// resolve finds the service of f's "<service>.<op>" and checks f's params
-// against the token.
-func (c *conn) resolve(f inFrame) (target, error) {
-	name, op, ok := splitMethod(f.Method)
+// resolve finds the service of a "<service>.<op>" method, for params
+// the token was checked against (s).
+func (c *conn) resolve(method string, s scope) (target, error) {
+	name, op, ok := splitMethod(method)
 	if !ok {
-		return target{}, holdover.Newf(holdover.CodeBadRequest, "method %q is not <service>.<op>", f.Method)
+		return target{}, holdover.Newf(holdover.CodeBadRequest, "method %q is not <service>.<op>", method)
 	}
 	svc, ok := c.s.service(name)
 	if !ok {
 		return target{}, holdover.Newf(holdover.CodeNotFound, "no service %q is served here", name)
 	}
-	params, sid, err := c.authorizeParams(f.Params)
-	if err != nil {
-		return target{}, err
-	}
-	return target{svc: svc, op: op, params: params, sid: sid}, nil
+	return target{svc: svc, op: op, params: s.params, sid: s.session}, nil
 }
 
-// call forwards an RPC call: "<service>.<op>" becomes a NATS request on
+// onCall forwards an RPC call: "<service>.<op>" becomes a NATS request on
 // the service's subject for op, with the params as the body. The reply is
 // the result, or, when it carries the service's error, an error frame
 // with the service's code and message unchanged.
-func (c *conn) call(f inFrame) {
-	t, err := c.resolve(f)
+func (c *conn) onCall(f clientwire.CallFrame, s scope) {
+	t, err := c.resolve(f.Method, s)
 	if err != nil {
 		c.fail(f.ID, err)
 		return
@@ -56,7 +53,7 @@ func (c *conn) call(f inFrame) {
 	c.mu.Lock()
 	if c.calls >= c.s.lim.MaxCalls {
 		c.mu.Unlock()
-		c.fail(f.ID, holdover.Newf(CodeLimit, "%d calls are already in progress on this connection, the limit", c.s.lim.MaxCalls))
+		c.fail(f.ID, holdover.Newf(clientwire.CodeLimit, "%d calls are already in progress on this connection, the limit", c.s.lim.MaxCalls))
 		return
 	}
 	c.calls++
@@ -91,12 +88,12 @@ func (c *conn) request(id string, svc *Service, subject string, params json.RawM
 		if why == "" {
 			why = "try again shortly"
 		}
-		return errorOf(id, holdover.Newf(CodeUnavailable, "nothing answers %s right now: %s", subject, why))
+		return errorOf(id, holdover.Newf(clientwire.CodeUnavailable, "nothing answers %s right now: %s", subject, why))
 	case err != nil:
-		return errorOf(id, holdover.Newf(CodeUnavailable, "call %s: %v", subject, err))
+		return errorOf(id, holdover.Newf(clientwire.CodeUnavailable, "call %s: %v", subject, err))
 	}
 	if e := replyError(svc, msg); e != nil {
-		return encodeFrame(errorFrame{Type: typeError, ID: id, Code: e.Code, Message: e.Message})
+		return encodeFrame(clientwire.ErrorFrame{Type: clientwire.TypeError, ID: id, Code: e.Code, Message: e.Message})
 	}
 	result := json.RawMessage(msg.Data)
 	if len(result) == 0 {
@@ -105,7 +102,7 @@ func (c *conn) request(id string, svc *Service, subject string, params json.RawM
 	if !json.Valid(result) {
 		return errorOf(id, holdover.Newf(holdover.CodeInternal, "%s replied with something that is not JSON", subject))
 	}
-	return encodeFrame(resultFrame{Type: typeResult, ID: id, Result: result})
+	return encodeFrame(clientwire.ResultFrame{Type: clientwire.TypeResult, ID: id, Result: result})
 }
 
 // replyError is the error a reply carries: in the micro-service error
@@ -124,11 +121,11 @@ func replyError(svc *Service, msg *nats.Msg) *holdover.Error {
 	return nil
 }
 
-// open starts a Remote stream: "<service>.<op>" runs the service's
+// onOpen starts a Remote stream: "<service>.<op>" runs the service's
 // Opener for op. Its frames go to the Client as they come; when it ends
 // by itself the Client gets a close frame, with the error if it failed.
-func (c *conn) open(f inFrame) {
-	t, err := c.resolve(f)
+func (c *conn) onOpen(f clientwire.OpenFrame, s scope) {
+	t, err := c.resolve(f.Method, s)
 	if err != nil {
 		c.fail(f.ID, err)
 		return
@@ -141,7 +138,7 @@ func (c *conn) open(f inFrame) {
 	c.stream(f.ID, func(ctx context.Context) error {
 		return opener(ctx, t.params, func(data json.RawMessage) {
 			if ctx.Err() == nil {
-				c.send(encodeFrame(streamFrame{Type: typeFrame, ID: f.ID, Data: data}))
+				c.send(encodeFrame(clientwire.StreamFrame{Type: clientwire.TypeFrame, ID: f.ID, Data: data}))
 			}
 		})
 	})
@@ -172,7 +169,7 @@ func (c *conn) stream(id string, body func(ctx context.Context) error) {
 		if !mine {
 			return // the Client closed it, or the connection is gone
 		}
-		frame := closeFrame{Type: typeClose, ID: id}
+		frame := clientwire.ClosedFrame{Type: clientwire.TypeClose, ID: id}
 		if err != nil {
 			frame.Error = holdover.Wire(err)
 		}
@@ -183,12 +180,12 @@ func (c *conn) stream(id string, body func(ctx context.Context) error) {
 	}
 }
 
-// closeStream ends a Remote stream the Client opened. An id that is not
-// open is ignored: the stream may have ended a moment ago.
-func (c *conn) closeStream(id string) {
+// onClose ends a Remote stream or inbox feed the Client opened. An id
+// that is not open is ignored: the stream may have ended a moment ago.
+func (c *conn) onClose(f clientwire.CloseFrame, _ scope) {
 	c.mu.Lock()
-	cancel := c.streams[id]
-	delete(c.streams, id)
+	cancel := c.streams[f.ID]
+	delete(c.streams, f.ID)
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()

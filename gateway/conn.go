@@ -15,6 +15,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
+	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/strictjson"
 )
 
@@ -44,8 +46,11 @@ type conn struct {
 
 	// grant is set by hello, before any goroutine that reads it starts,
 	// and so are the token's share of its limits and the expiry timer.
-	grant    Grant
-	said     atomic.Bool // hello went through
+	grant Grant
+	said  atomic.Bool // hello went through
+	// helloDue closes a connection that has not said hello in time; a
+	// hello that goes through stops it.
+	helloDue *time.Timer
 	tokenUse *tokenUse
 	expiry   *time.Timer
 	// protocol is the version spoken on the connection, set by hello; the
@@ -120,18 +125,18 @@ func (c *conn) run() {
 	c.s.m.connections.Inc()
 	defer c.s.m.connections.Dec()
 	go c.writeLoop()
-	hello := time.AfterFunc(c.s.lim.HelloTimeout, func() {
+	c.helloDue = time.AfterFunc(c.s.lim.HelloTimeout, func() {
 		if !c.said.Load() {
-			c.closeWith(closeUnauthorized, holdover.New(CodeUnauthorized, "no hello frame arrived in time"))
+			c.closeWith(clientwire.CloseUnauthorized, holdover.New(clientwire.CodeUnauthorized, "no hello frame arrived in time"))
 		}
 	})
-	c.readLoop(hello)
-	hello.Stop()
+	c.readLoop()
+	c.helloDue.Stop()
 	c.teardown()
 }
 
-// readLoop reads and handles frames until the connection ends.
-func (c *conn) readLoop(hello *time.Timer) {
+// readLoop reads and takes frames until the connection ends.
+func (c *conn) readLoop() {
 	for {
 		typ, r, err := c.ws.Reader(context.Background())
 		if err != nil {
@@ -147,17 +152,11 @@ func (c *conn) readLoop(hello *time.Timer) {
 		case ended:
 			return
 		case limited != nil:
-			c.fail(f.ID, limited)
+			c.fail(f.head.ID, limited)
 		case err != nil:
-			c.fail(f.ID, err)
-		case f.Type == typeHello:
-			if c.hello(f) {
-				hello.Stop()
-			}
-		case !c.said.Load():
-			c.fail(f.ID, holdover.New(CodeUnauthorized, "say hello first"))
+			c.fail(f.head.ID, err)
 		default:
-			c.handle(f)
+			c.take(f)
 		}
 	}
 }
@@ -168,40 +167,37 @@ var errConnection = errors.New("connection ended")
 // readFrame reads one frame to its end and parses it. A frame over the
 // size limit is read and dropped, so the next one starts where it should;
 // only one beyond the library's hard limit ends the connection.
-func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) (inFrame, error) {
+func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) (frame, error) {
 	limit := c.s.lim.MaxFrameBytes
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		c.abort(websocket.StatusNormalClosure, "")
-		return inFrame{}, errConnection
+		return frame{}, errConnection
 	}
 	if int64(len(data)) > limit {
 		n, err := io.Copy(io.Discard, r)
 		if err != nil {
 			c.abort(websocket.StatusMessageTooBig, "frame too large")
-			return inFrame{}, errConnection
+			return frame{}, errConnection
 		}
-		return inFrame{}, holdover.Newf(CodeFrameTooLarge, "frame is %d bytes, over the %d byte limit; it was dropped", int64(len(data))+n, limit)
+		return frame{}, holdover.Newf(clientwire.CodeFrameTooLarge, "frame is %d bytes, over the %d byte limit; it was dropped", int64(len(data))+n, limit)
 	}
 	if typ != websocket.MessageText {
-		return inFrame{}, holdover.New(holdover.CodeBadRequest, "frames are JSON text, not binary")
+		return frame{}, holdover.New(holdover.CodeBadRequest, "frames are JSON text, not binary")
 	}
 	f, err := parseFrame(data)
 	if err == nil {
-		c.s.m.frames.WithLabelValues(frameLabel(f.Type)).Inc()
+		c.s.m.frames.WithLabelValues(f.label()).Inc()
 	}
 	return f, err
 }
 
 // pace takes one frame's share of the connection's rate and of its
-// token's. Every frame counts, whatever its type, well-formed or not. A
-// frame that starts something is refused (RATE_LIMITED) when no share is
-// left. One that only ends or answers something (releases) waits for its
-// share instead, and the connection is read no faster meanwhile: dropping
-// it would keep a claim or a request open (W4). ended reports that the
-// connection ended while it waited.
-func (c *conn) pace(f inFrame) (limited error, ended bool) {
-	if releases(f.Type) {
+// token's, as its spec's pace says: a frame that starts something is
+// refused (RATE_LIMITED) when no share is left, one that releases waits
+// for its share. ended reports that the connection ended while it waited.
+func (c *conn) pace(f frame) (limited error, ended bool) {
+	if f.spec != nil && f.spec.pace == releases {
 		if c.limiter.Wait(c.ctx) != nil {
 			return nil, true
 		}
@@ -211,58 +207,62 @@ func (c *conn) pace(f inFrame) (limited error, ended bool) {
 		return nil, false
 	}
 	if !c.limiter.Allow() {
-		return holdover.Newf(CodeRateLimited, "more than %g frames a second; this frame was dropped", c.s.lim.FramesPerSecond), false
+		return holdover.Newf(clientwire.CodeRateLimited, "more than %g frames a second; this frame was dropped", c.s.lim.FramesPerSecond), false
 	}
 	if !c.tokenAllows() {
-		return holdover.Newf(CodeRateLimited, "this token's connections sent more than %g frames a second together; this frame was dropped", c.s.lim.TokenFramesPerSecond), false
+		return holdover.Newf(clientwire.CodeRateLimited, "this token's connections sent more than %g frames a second together; this frame was dropped", c.s.lim.TokenFramesPerSecond), false
 	}
 	return nil, false
 }
 
-// releases reports whether frames of typ only end or answer something the
-// gateway gave the Client. The rate limit delays them but never drops
-// them: a dropped close or outcome would keep a claim or a request open
-// (W4), and each can only go through once.
-func releases(typ string) bool {
-	switch typ {
-	case typeClose, typeUnwatch, typeSettle, typeReject, typeDelegate:
-		return true
+// take runs a frame its spec's needs admit. One of a type not in the
+// table is passed over once the connection has said hello.
+func (c *conn) take(f frame) {
+	if (f.spec == nil || f.spec.needs > needsNothing) && !c.said.Load() {
+		c.fail(f.head.ID, holdover.New(clientwire.CodeUnauthorized, "say hello first"))
+		return
 	}
-	return false
+	if f.spec == nil {
+		return
+	}
+	s, err := c.scope(f)
+	if err != nil {
+		c.fail(f.head.ID, err)
+		return
+	}
+	f.spec.handle(c, f.body, s)
 }
 
-// handle dispatches one frame of a Client that has said hello.
-func (c *conn) handle(f inFrame) {
-	switch f.Type {
-	case typeWatch:
-		c.watch(f)
-	case typeUnwatch:
-		c.unwatch(f.ID)
-	case typeSettle, typeReject, typeDelegate:
-		c.answer(f)
-	case typeOpen:
-		c.open(f)
-	case typeClose:
-		c.closeStream(f.ID)
-	case typeCall:
-		c.call(f)
-	case typeInbox:
-		c.inbox(f)
+// scope checks what a frame's needs ask of the token and returns what
+// they established.
+func (c *conn) scope(f frame) (scope, error) {
+	switch f.spec.needs {
+	case needsSession:
+		sid := f.head.Session
+		if err := streams.CheckSession(sid); err != nil {
+			return scope{}, err
+		}
+		return scope{session: sid}, c.authorize(sid)
+	case needsParamsSession:
+		params, sid, err := c.authorizeParams(f.head.Params)
+		return scope{session: sid, params: params}, err
 	}
+	return scope{}, nil
 }
 
-// hello authenticates the connection. A token from the address and one in
-// the frame must agree when both are given. A refused hello closes the
+// onHello authenticates the connection. A token from the address and one
+// in the frame must agree when both are given. A refused hello closes the
 // connection: a token does not become right by asking again.
-func (c *conn) hello(f inFrame) bool {
+func (c *conn) onHello(f clientwire.HelloFrame, _ scope) {
 	if c.said.Load() {
 		c.fail("", holdover.New(holdover.CodeBadRequest, "hello was already said on this connection"))
-		return true
+		return
 	}
-	protocol := min(f.Protocol, ProtocolVersion)
-	if protocol < OldestProtocolVersion {
-		c.closeWith(websocket.StatusPolicyViolation, holdover.Newf(holdover.CodeBadRequest, "protocol version %d is not spoken here; this gateway speaks %d to %d", f.Protocol, OldestProtocolVersion, ProtocolVersion))
-		return false
+	protocol := min(f.Protocol, clientwire.ProtocolVersion)
+	if protocol < clientwire.OldestProtocolVersion {
+		c.closeWith(websocket.StatusPolicyViolation, holdover.Newf(holdover.CodeBadRequest, "protocol version %d is not spoken here; this gateway speaks %d to %d",
+			f.Protocol, clientwire.OldestProtocolVersion, clientwire.ProtocolVersion))
+		return
 	}
 	token := f.Token
 	if token == "" {
@@ -270,28 +270,28 @@ func (c *conn) hello(f inFrame) bool {
 	}
 	grant, err := c.s.cfg.Tokens.Authenticate(token)
 	if err == nil && f.Token != "" && c.urlToken != "" && f.Token != c.urlToken {
-		err = holdover.New(CodeUnauthorized, "the token in hello is not the one in the address")
+		err = holdover.New(clientwire.CodeUnauthorized, "the token in hello is not the one in the address")
 	}
 	if err != nil {
-		c.closeWith(closeUnauthorized, err)
-		return false
+		c.closeWith(clientwire.CloseUnauthorized, err)
+		return
 	}
 	if !c.admitToken(grant) {
-		return false
+		return
 	}
 	c.grant = grant
 	c.protocol.Store(int32(protocol))
 	c.said.Store(true)
+	c.helloDue.Stop()
 	c.authenticated()
 	c.log = c.log.With("user", grant.User)
-	c.send(encodeFrame(welcomeFrame{Type: typeWelcome, Protocol: protocol, ClientID: c.id, User: grant.User, Sessions: grant.Sessions}))
-	return true
+	c.send(encodeFrame(clientwire.WelcomeFrame{Type: clientwire.TypeWelcome, Protocol: protocol, ClientID: c.id, User: grant.User, Sessions: grant.Sessions}))
 }
 
 // authorize checks that the grant covers Session sid.
 func (c *conn) authorize(sid string) error {
 	if !c.grant.Allows(sid) {
-		return holdover.Newf(CodeForbidden, "the token of %s does not grant Session %q", c.grant.User, sid)
+		return holdover.Newf(clientwire.CodeForbidden, "the token of %s does not grant Session %q", c.grant.User, sid)
 	}
 	return nil
 }
@@ -324,7 +324,7 @@ func (c *conn) authorizeParams(params json.RawMessage) (json.RawMessage, string,
 	raw, named := fields[sessionParam]
 	if !named {
 		if !c.grant.Allows(AllSessions) {
-			return nil, "", holdover.Newf(CodeForbidden, "the token of %s grants only some Sessions; name one in params.session", c.grant.User)
+			return nil, "", holdover.Newf(clientwire.CodeForbidden, "the token of %s grants only some Sessions; name one in params.session", c.grant.User)
 		}
 		return out, "", nil
 	}
@@ -350,40 +350,44 @@ func admit[V any](held map[string]V, id string, limit int, one, many string) err
 		return holdover.Newf(holdover.CodeBadRequest, "%s id %q is already in use on this connection", one, id)
 	}
 	if len(held) >= limit {
-		return holdover.Newf(CodeLimit, "this connection already holds %d %s, the limit", limit, many)
+		return holdover.Newf(clientwire.CodeLimit, "this connection already holds %d %s, the limit", limit, many)
 	}
 	return nil
 }
 
-// answer forwards a Client's settle, reject or delegate to the request it
-// names. Each Client answers a request once: a second outcome is refused
-// here, so a Client cannot flood the Host through a frame the rate limit
-// lets pass. An outcome the service refuses (BAD_ANSWER, say) does not
-// count, so the Client can try again.
-func (c *conn) answer(f inFrame) {
+// onSettle, onReject and onDelegate answer the request a frame names.
+func (c *conn) onSettle(f clientwire.SettleFrame, _ scope) {
+	c.answer(f.ID, func(r Request) error { return r.Settle(f.Value) })
+}
+
+func (c *conn) onReject(f clientwire.RejectFrame, _ scope) {
+	c.answer(f.ID, func(r Request) error { return r.Reject(f.Error) })
+}
+
+func (c *conn) onDelegate(f clientwire.DelegateFrame, _ scope) {
+	c.answer(f.ID, func(r Request) error { return r.Delegate(c.ctx) })
+}
+
+// answer forwards a Client's outcome to the request id. Each Client
+// answers a request once: a second outcome is refused here, so a Client
+// cannot flood the Host through a frame the rate limit lets pass. An
+// outcome the service refuses (BAD_ANSWER, say) does not count, so the
+// Client can try again.
+func (c *conn) answer(id string, outcome func(Request) error) {
 	c.mu.Lock()
-	held, ok := c.requests[f.ID]
+	held, ok := c.requests[id]
 	answered := ok && held.answered
 	c.mu.Unlock()
 	switch {
 	case !ok:
-		c.fail(f.ID, holdover.Newf(holdover.CodeNotFound, "no request %q is waiting on this connection; it may have ended", f.ID))
+		c.fail(id, holdover.Newf(holdover.CodeNotFound, "no request %q is waiting on this connection; it may have ended", id))
 		return
 	case answered:
-		c.fail(f.ID, holdover.Newf(holdover.CodeBadRequest, "request %q was already answered from this connection", f.ID))
+		c.fail(id, holdover.Newf(holdover.CodeBadRequest, "request %q was already answered from this connection", id))
 		return
 	}
-	var err error
-	switch f.Type {
-	case typeSettle:
-		err = held.req.Settle(f.Value)
-	case typeReject:
-		err = held.req.Reject(f.Error)
-	case typeDelegate:
-		err = held.req.Delegate(c.ctx)
-	}
-	if err != nil {
-		c.fail(f.ID, err)
+	if err := outcome(held.req); err != nil {
+		c.fail(id, err)
 		return
 	}
 	c.mu.Lock()
@@ -681,7 +685,7 @@ func (c *conn) batch(first []byte) (msg message, frames int, closing bool) {
 	if first == nil {
 		return message{}, 0, true
 	}
-	if c.protocol.Load() < batchingProtocol || len(c.out) == 0 {
+	if c.protocol.Load() < clientwire.BatchingProtocol || len(c.out) == 0 {
 		return message{data: first}, 1, false
 	}
 	msg = newMessage()

@@ -35,6 +35,11 @@
 //     stream) needs a token that grants it; params naming none need the
 //     all-Sessions grant "*".
 //
+// Every Client frame is taken by its spec in one table (frames.go): what
+// it needs before it runs (hello, a Session the token grants), how the
+// rate limit paces it and its handler; the frames themselves, and every
+// name and code of the protocol, are package clientwire's.
+//
 // Limits bound each connection: frame size, frame rate (a token bucket),
 // watches, streams and calls; and each token: its connections at once and
 // the frames they send together (tokenlimits.go). A frame over a limit is dropped with an

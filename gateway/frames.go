@@ -1,251 +1,157 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
-	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 )
 
-// The protocol versions this gateway speaks (docs/protocol.md). A hello
-// naming ProtocolVersion or a newer one is spoken to in ProtocolVersion;
-// one naming an older version from OldestProtocolVersion on, in that one;
-// the welcome says which. Version 2 lets a message from the gateway carry
-// several frames (a JSON array); version 1 sends one frame a message.
+// clientFrames is how the gateway takes each frame a Client sends
+// (docs/protocol.md; the frames themselves are package clientwire's). A
+// row says what the frame needs before it runs, how the rate limit paces
+// it, and its handler, whose parameter is the frame's clientwire struct:
+// onWatch takes a clientwire.WatchFrame, so the row is the watch frame's.
+// The connection reads, counts, paces, admits and handles every frame by
+// its row, and by nothing else; a frame type is added by adding one. A
+// type not in the table is no error: a newer Client may send more, and
+// the connection passes it over.
+var clientFrames = frameTable(
+	takes(needsNothing, starts, (*conn).onHello),
+	takes(needsSession, starts, (*conn).onWatch),
+	takes(needsHello, releases, (*conn).onUnwatch),
+	takes(needsHello, releases, (*conn).onSettle),
+	takes(needsHello, releases, (*conn).onReject),
+	takes(needsHello, releases, (*conn).onDelegate),
+	takes(needsParamsSession, starts, (*conn).onOpen),
+	takes(needsHello, releases, (*conn).onClose),
+	takes(needsParamsSession, starts, (*conn).onCall),
+	takes(needsHello, starts, (*conn).onInbox),
+)
+
+// need is what a frame needs before its handler runs.
+type need int
+
 const (
-	ProtocolVersion       = 2
-	OldestProtocolVersion = 1
+	// needsNothing: the frame may come first. Only hello does.
+	needsNothing need = iota
+	// needsHello: the connection has said hello (UNAUTHORIZED before).
+	needsHello
+	// needsSession: hello, and a token that grants the Session the
+	// frame's session member names (FORBIDDEN otherwise).
+	needsSession
+	// needsParamsSession: hello, and a token that grants the Session the
+	// frame's params.session names, or every Session when they name none.
+	// The handler gets the params as they were checked (scope), never the
+	// bytes as they came.
+	needsParamsSession
 )
 
-// batchingProtocol is the first version whose Clients read several frames
-// in one message.
-const batchingProtocol = 2
+// pace is how the rate limits treat a frame (Limits.FramesPerSecond and
+// the token's share, tokenlimits.go). Every frame counts, whatever its
+// type, well-formed or not.
+type pace int
 
-// closeUnauthorized is the WebSocket close code after a refused token;
-// Clients do not reconnect after it.
-const closeUnauthorized websocket.StatusCode = 4401
-
-// The codes the gateway itself gives frames it refuses. Codes from a
-// service (NOT_FOUND, REPLY_QUEUED …) pass through unchanged.
 const (
-	// CodeUnauthorized: no hello yet, or a token the gateway does not know.
-	CodeUnauthorized holdover.Code = "UNAUTHORIZED"
-	// CodeForbidden: the token does not grant the Session the frame names.
-	CodeForbidden holdover.Code = "FORBIDDEN"
-	// CodeFrameTooLarge: the frame is over Limits.MaxFrameBytes.
-	CodeFrameTooLarge holdover.Code = "FRAME_TOO_LARGE"
-	// CodeRateLimited: the Client sends frames faster than Limits allow.
-	CodeRateLimited holdover.Code = "RATE_LIMITED"
-	// CodeLimit: the connection already holds as many watches, streams or
-	// calls as Limits allow.
-	CodeLimit holdover.Code = "LIMIT_EXCEEDED"
-	// CodeUnavailable: the gateway cannot reach the backend right now.
-	CodeUnavailable holdover.Code = "UNAVAILABLE"
-	// CodeTooManyConnections: the token already holds
-	// Limits.MaxConnsPerToken connections; the new one is closed (4429).
-	CodeTooManyConnections holdover.Code = "TOO_MANY_CONNECTIONS"
+	// starts: the frame starts something; beyond the rate it is refused,
+	// RATE_LIMITED. A frame of a type not in the table is paced so too.
+	starts pace = iota
+	// releases: the frame only ends or answers something the gateway gave
+	// the Client. Beyond the rate it waits for its turn, and the
+	// connection is read no faster meanwhile; it is never refused: a
+	// dropped close or outcome would keep a claim or a request open (W4),
+	// and each can only go through once.
+	releases
 )
 
-// The frame types a Client sends.
-const (
-	typeHello    = "hello"
-	typeWatch    = "watch"
-	typeUnwatch  = "unwatch"
-	typeSettle   = "settle"
-	typeReject   = "reject"
-	typeDelegate = "delegate"
-	typeOpen     = "open"
-	typeClose    = "close"
-	typeCall     = "call"
-	typeInbox    = "inbox"
-)
-
-// The frame types the gateway sends (besides close, shared with Clients).
-const (
-	typeWelcome = "welcome"
-	typeEvents  = "events"
-	typeView    = "view"
-	typeReady   = "ready"
-	typeRequest = "request"
-	typeCancel  = "cancel"
-	typeFrame   = "frame"
-	typeResult  = "result"
-	typeError   = "error"
-	typeSummary = "summary"
-)
-
-// inFrame is any frame a Client sends; which fields matter depends on Type.
-type inFrame struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-
-	// hello
-	Protocol int    `json:"protocol"`
-	Client   string `json:"client"`
-	Token    string `json:"token"`
-
-	// watch
-	Session string  `json:"session"`
-	FromSeq *uint64 `json:"fromSeq"`
-
-	// settle, reject
-	Value json.RawMessage `json:"value"`
-	Error *holdover.Error `json:"error"`
-
-	// open, call
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+// frameSpec is how the gateway takes one type of Client frame.
+type frameSpec struct {
+	typ   string
+	needs need
+	pace  pace
+	// decode reads and checks one frame of the type (clientwire.Decode).
+	decode func(data []byte) (clientwire.ClientFrame, error)
+	// handle runs the frame, once its needs hold.
+	handle func(c *conn, f clientwire.ClientFrame, s scope)
 }
 
-// maxIDBytes bounds the ids a Client chooses; they are echoed in frames.
-const maxIDBytes = 128
+// scope is what a frame's needs established: the Session it concerns,
+// and for needsParamsSession the params as checked.
+type scope struct {
+	session string
+	params  json.RawMessage
+}
+
+// takes is the spec of the frames of type F: what they need, how they
+// are paced and what handles them.
+func takes[F clientwire.ClientFrame](needs need, pace pace, handle func(*conn, F, scope)) frameSpec {
+	var zero F
+	return frameSpec{
+		typ: zero.FrameType(), needs: needs, pace: pace,
+		decode: func(data []byte) (clientwire.ClientFrame, error) { return clientwire.Decode[F](data) },
+		handle: func(c *conn, f clientwire.ClientFrame, s scope) { handle(c, f.(F), s) },
+	}
+}
+
+func frameTable(specs ...frameSpec) map[string]*frameSpec {
+	table := make(map[string]*frameSpec, len(specs))
+	for i := range specs {
+		table[specs[i].typ] = &specs[i]
+	}
+	return table
+}
+
+// frame is one Client frame as read: its head (clientwire.Head: its type,
+// its id for the error that refuses it, and what a need checks against
+// the token), its spec (nil for a type not in the table) and its body as
+// the spec decoded it.
+type frame struct {
+	head clientwire.Head
+	spec *frameSpec
+	body clientwire.ClientFrame
+}
 
 // parseFrame decodes one Client frame and checks the fields its type
 // needs. The error is BAD_REQUEST; the frame it returns alongside carries
-// whatever id could be read, so the error frame can name it. A type this
-// version does not know is no error: a newer Client may send more, and
-// the connection ignores it.
-func parseFrame(data []byte) (inFrame, error) {
-	var f inFrame
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&f); err != nil {
-		return inFrame{}, holdover.Newf(holdover.CodeBadRequest, "frame is not a JSON object: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return inFrame{}, holdover.New(holdover.CodeBadRequest, "frame has data after its JSON object")
-	}
-	if len(f.ID) > maxIDBytes {
-		return inFrame{}, holdover.Newf(holdover.CodeBadRequest, "frame id is %d bytes, over the %d byte limit", len(f.ID), maxIDBytes)
-	}
-	need := func(ok bool, field string) error {
-		if ok {
-			return nil
-		}
-		return holdover.Newf(holdover.CodeBadRequest, "a %s frame needs %s", f.Type, field)
-	}
+// whatever head could be read, so the error frame can name its id. A type
+// not in the table is no error.
+func parseFrame(data []byte) (frame, error) {
+	var f frame
 	var err error
-	switch f.Type {
-	case "":
-		err = holdover.New(holdover.CodeBadRequest, "frame has no type")
-	case typeHello:
-		err = need(f.Protocol != 0, "a protocol version")
-	case typeWatch:
-		err = errors.Join(need(f.ID != "", "an id"), need(f.Session != "", "a session"))
-	case typeUnwatch, typeDelegate, typeClose, typeInbox:
-		err = need(f.ID != "", "an id")
-	case typeSettle:
-		err = errors.Join(need(f.ID != "", "an id"), need(isObject(f.Value), "a value object"))
-	case typeReject:
-		err = errors.Join(need(f.ID != "", "an id"), need(f.Error != nil && f.Error.Code != "", "an error with a code"))
-	case typeOpen, typeCall:
-		err = errors.Join(need(f.ID != "", "an id"), need(f.Method != "", "a method"), need(isObject(f.Params), "a params object"))
+	if f.head, err = clientwire.ReadHead(data); err != nil {
+		return frame{}, holdover.Newf(holdover.CodeBadRequest, "frame is not a JSON object: %v", err)
 	}
-	if err != nil {
-		return f, holdover.New(holdover.CodeBadRequest, err.Error())
+	if len(f.head.ID) > clientwire.MaxIDBytes {
+		return frame{}, holdover.Newf(holdover.CodeBadRequest, "frame id is %d bytes, over the %d byte limit", len(f.head.ID), clientwire.MaxIDBytes)
 	}
-	return f, nil
+	if f.head.Type == "" {
+		return f, holdover.New(holdover.CodeBadRequest, "frame has no type")
+	}
+	f.spec = clientFrames[f.head.Type]
+	if f.spec == nil {
+		return f, nil
+	}
+	f.body, err = f.spec.decode(data)
+	return f, err
 }
 
-// frameLabel is the metrics label of a frame type: the type itself when
-// this version knows it, "other" for anything a Client made up.
-func frameLabel(typ string) string {
-	switch typ {
-	case typeHello, typeWatch, typeUnwatch, typeSettle, typeReject, typeDelegate, typeOpen, typeClose, typeCall, typeInbox:
-		return typ
+// label is the metrics label of a frame: its type when the table has it,
+// "other" for anything a Client made up.
+func (f frame) label() string {
+	if f.spec == nil {
+		return "other"
 	}
-	return "other"
-}
-
-// isObject reports whether raw is a JSON object.
-func isObject(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '{'
+	return f.spec.typ
 }
 
 // Outgoing frames. Each is encoded once and may be written to many Clients.
 
-type welcomeFrame struct {
-	Type     string   `json:"type"`
-	Protocol int      `json:"protocol"`
-	ClientID string   `json:"clientId"`
-	User     string   `json:"user"`
-	Sessions []string `json:"sessions"`
-}
-
-type eventsFrame struct {
-	Type    string      `json:"type"`
-	ID      string      `json:"id"`
-	Session string      `json:"session"`
-	Events  []wireEvent `json:"events"`
-}
-
-// wireEvent is a Session event as Clients see it: the recorded event with
-// its Session seq.
-type wireEvent struct {
-	Seq  uint64          `json:"seq"`
-	Type string          `json:"type"`
-	At   time.Time       `json:"at"`
-	Data json.RawMessage `json:"data,omitempty"`
-}
-
-type viewFrame struct {
-	Type    string          `json:"type"`
-	ID      string          `json:"id"`
-	Session string          `json:"session"`
-	View    json.RawMessage `json:"view"`
-}
-
-type requestFrame struct {
-	Type    string          `json:"type"`
-	ID      string          `json:"id"`
-	Session string          `json:"session"`
-	Event   string          `json:"event"`
-	Payload json.RawMessage `json:"payload"`
-}
-
-type cancelFrame struct {
-	Type    string `json:"type"`
-	ID      string `json:"id"`
-	Session string `json:"session"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-type streamFrame struct {
-	Type string          `json:"type"`
-	ID   string          `json:"id"`
-	Data json.RawMessage `json:"data"`
-}
-
-type closeFrame struct {
-	Type  string          `json:"type"`
-	ID    string          `json:"id"`
-	Error *holdover.Error `json:"error,omitempty"`
-}
-
-type resultFrame struct {
-	Type   string          `json:"type"`
-	ID     string          `json:"id"`
-	Result json.RawMessage `json:"result"`
-}
-
-type errorFrame struct {
-	Type    string        `json:"type"`
-	ID      string        `json:"id,omitempty"`
-	Code    holdover.Code `json:"code"`
-	Message string        `json:"message"`
-}
-
 // encodeFrame renders an outgoing frame. Every frame type is plain data,
 // so a failure is a programming error reported as INTERNAL.
-func encodeFrame(v any) []byte {
-	data, err := json.Marshal(v)
+func encodeFrame(f clientwire.GatewayFrame) []byte {
+	data, err := json.Marshal(f)
 	if err != nil {
-		data, _ = json.Marshal(errorFrame{Type: typeError, Code: holdover.CodeInternal, Message: "encode frame: " + err.Error()})
+		data, _ = json.Marshal(clientwire.ErrorFrame{Type: clientwire.TypeError, Code: holdover.CodeInternal, Message: "encode frame: " + err.Error()})
 	}
 	return data
 }
@@ -253,5 +159,5 @@ func encodeFrame(v any) []byte {
 // errorOf renders err as an error frame about the frame with id.
 func errorOf(id string, err error) []byte {
 	w := holdover.Wire(err)
-	return encodeFrame(errorFrame{Type: typeError, ID: id, Code: w.Code, Message: w.Message})
+	return encodeFrame(clientwire.ErrorFrame{Type: clientwire.TypeError, ID: id, Code: w.Code, Message: w.Message})
 }

@@ -21,6 +21,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/holdover-dev/holdover/clientwire"
 )
 
 const patience = 10 * time.Second
@@ -107,7 +109,7 @@ func TestTokenConnectionLimit(t *testing.T) {
 		f, _ := c.next()
 		require.Equal(t, "welcome", f["type"])
 	}
-	msg := dial(t, base, "t").refused(string(CodeTooManyConnections), closeTooMany)
+	msg := dial(t, base, "t").refused(string(clientwire.CodeTooManyConnections), clientwire.CloseTooMany)
 	assert.Contains(t, msg, "2 connections")
 	require.NoError(t, first.ws.Close(websocket.StatusNormalClosure, ""))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -137,7 +139,7 @@ func TestTokenFrameRateIsShared(t *testing.T) {
 	b.send(`{"type":"unwatch","id":"w9"}`) // ends something: it waits for the token's next share, never dropped
 	a.send(`{"type":"call","id":"c3","method":"nothing.here","params":{"session":"s1"}}`)
 	f, _ := a.next()
-	require.Equal(t, string(CodeRateLimited), f["code"], "%v", f)
+	require.Equal(t, string(clientwire.CodeRateLimited), f["code"], "%v", f)
 	assert.Equal(t, "c3", f["id"])
 	assert.Contains(t, f["message"], "this token's connections")
 }
@@ -208,7 +210,7 @@ func TestSignedTokens(t *testing.T) {
 		"no Sessions":    app.token("bea", nil, time.Minute, "holdover"),
 		"not a token":    "a.b.c",
 	} {
-		msg := dial(t, base, token).refused(string(CodeUnauthorized), closeUnauthorized)
+		msg := dial(t, base, token).refused(string(clientwire.CodeUnauthorized), clientwire.CloseUnauthorized)
 		assert.NotContains(t, msg, token, name)
 	}
 	f, _ = dial(t, base, "t").next()
@@ -225,7 +227,7 @@ func TestSignedTokenExpiryClosesTheConnection(t *testing.T) {
 	c := dial(t, base, app.token("bea", []string{"s7"}, 1500*time.Millisecond, ""))
 	f, _ := c.next()
 	require.Equal(t, "welcome", f["type"], "%v", f)
-	msg := c.refused(string(CodeUnauthorized), closeUnauthorized)
+	msg := c.refused(string(clientwire.CodeUnauthorized), clientwire.CloseUnauthorized)
 	assert.Contains(t, msg, "expired")
 }
 
@@ -245,7 +247,7 @@ func TestSignedTokenLifetimeIsCapped(t *testing.T) {
 		"iat now, exp in 25 h":  {Subject: "bea", IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(25 * time.Hour))},
 		"iat in 2099, exp 2100": {Subject: "bea", IssuedAt: jwt.NewNumericDate(time.Date(2099, 12, 31, 12, 0, 0, 0, time.UTC)), Expiry: in2100},
 	} {
-		msg := dial(t, base, app.sign(claims, []string{"s7"})).refused(string(CodeUnauthorized), closeUnauthorized)
+		msg := dial(t, base, app.sign(claims, []string{"s7"})).refused(string(clientwire.CodeUnauthorized), clientwire.CloseUnauthorized)
 		if name != "iat in 2099, exp 2100" { // refused as issued in the future
 			assert.Contains(t, msg, "longer than the 24h0m0s this gateway accepts", name)
 		}
@@ -262,7 +264,7 @@ func TestSignedTokenLifetimeIsCapped(t *testing.T) {
 	base, _, _ = serveWith(t, func(c *Config) {
 		require.NoError(t, c.Tokens.WithJWT(context.Background(), JWTConfig{Key: app.publicPEM(), MaxLifetime: short}))
 	})
-	msg := dial(t, base, app.token("bea", []string{"s7"}, 2*time.Hour, "")).refused(string(CodeUnauthorized), closeUnauthorized)
+	msg := dial(t, base, app.token("bea", []string{"s7"}, 2*time.Hour, "")).refused(string(clientwire.CodeUnauthorized), clientwire.CloseUnauthorized)
 	assert.Contains(t, msg, "longer than the 1h0m0s this gateway accepts")
 }
 

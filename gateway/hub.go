@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/sessionlog"
 	"github.com/holdover-dev/holdover/streams"
@@ -129,11 +130,11 @@ func (hs *hubs) topology(ctx context.Context) (*sessionlog.Log, jetstream.Stream
 	js := hs.s.cfg.JetStream
 	sessions, err := js.Stream(ctx, streams.SessionsStream)
 	if err != nil {
-		return nil, nil, nil, holdover.Newf(CodeUnavailable, "look up stream %s (is the topology provisioned?): %v", streams.SessionsStream, err)
+		return nil, nil, nil, holdover.Newf(clientwire.CodeUnavailable, "look up stream %s (is the topology provisioned?): %v", streams.SessionsStream, err)
 	}
 	views, err := js.Stream(ctx, kvStream)
 	if err != nil {
-		return nil, nil, nil, holdover.Newf(CodeUnavailable, "look up bucket %s (is the topology provisioned?): %v", streams.QuestionsBucket, err)
+		return nil, nil, nil, holdover.Newf(clientwire.CodeUnavailable, "look up bucket %s (is the topology provisioned?): %v", streams.QuestionsBucket, err)
 	}
 	hs.log, hs.sessions, hs.views = sessionlog.New(js, sessions), sessions, views
 	return hs.log, hs.sessions, hs.views, nil
@@ -220,7 +221,7 @@ func (h *hub) awaitView(ctx context.Context, views jetstream.Stream) error {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		h.knowView(nil)
 	case err != nil:
-		return holdover.Newf(CodeUnavailable, "projection of Session %s: %v", h.sid, err)
+		return holdover.Newf(clientwire.CodeUnavailable, "projection of Session %s: %v", h.sid, err)
 	case last.Header.Get(kvOperation) != "":
 		h.knowView(nil) // deleted or purged: no projection until the next write
 	}
@@ -228,7 +229,7 @@ func (h *hub) awaitView(ctx context.Context, views jetstream.Stream) error {
 	case <-h.viewed:
 		return nil
 	case <-ctx.Done():
-		return holdover.Newf(CodeUnavailable, "projection of Session %s did not arrive: %v", h.sid, ctx.Err())
+		return holdover.Newf(clientwire.CodeUnavailable, "projection of Session %s did not arrive: %v", h.sid, ctx.Err())
 	}
 }
 
@@ -260,7 +261,7 @@ func (h *hub) consume(ctx context.Context, s jetstream.Stream, cfg jetstream.Ord
 	cfg.InactiveThreshold = FeedInactiveThreshold
 	cons, err := s.OrderedConsumer(ctx, cfg)
 	if err != nil {
-		return holdover.Newf(CodeUnavailable, "feed of Session %s: %v", h.sid, err)
+		return holdover.Newf(clientwire.CodeUnavailable, "feed of Session %s: %v", h.sid, err)
 	}
 	cc, err := cons.Consume(handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrConsumerDeleted) && !errors.Is(err, jetstream.ErrNoHeartbeat) {
@@ -268,7 +269,7 @@ func (h *hub) consume(ctx context.Context, s jetstream.Stream, cfg jetstream.Ord
 		}
 	}))
 	if err != nil {
-		return holdover.Newf(CodeUnavailable, "feed of Session %s: %v", h.sid, err)
+		return holdover.Newf(clientwire.CodeUnavailable, "feed of Session %s: %v", h.sid, err)
 	}
 	h.stops = append(h.stops, cc.Stop)
 	return nil
@@ -358,7 +359,7 @@ func (h *hub) onView(m jetstream.Msg) {
 // the Session.
 func (h *hub) Request(r Request) {
 	start := time.Now()
-	frame := encodeFrame(requestFrame{Type: typeRequest, ID: r.ID(), Session: h.sid, Event: r.Event(), Payload: r.Payload()})
+	frame := encodeFrame(clientwire.RequestFrame{Type: clientwire.TypeRequest, ID: r.ID(), Session: h.sid, Event: r.Event(), Payload: r.Payload()})
 	h.mu.Lock()
 	h.live[r.ID()] = liveRequest{req: r, frame: frame}
 	for c := range h.conns {
@@ -370,7 +371,7 @@ func (h *hub) Request(r Request) {
 
 // End tells every connection holding request id that it is over.
 func (h *hub) End(id, reason string) {
-	frame := encodeFrame(cancelFrame{Type: typeCancel, ID: id, Session: h.sid, Reason: reason})
+	frame := encodeFrame(clientwire.CancelFrame{Type: clientwire.TypeCancel, ID: id, Session: h.sid, Reason: reason})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.live, id)
@@ -400,7 +401,15 @@ func feedEventOf(m jetstream.Msg) (feedEvent, error) {
 	return ev, nil
 }
 
-// encodeEvent renders a Session event as Clients see it.
+// encodeEvent renders a Session event as Clients see it. Data came from
+// the log as JSON, so it encodes; if it ever did not, the event goes out
+// without it rather than not at all, so its seq still counts.
 func encodeEvent(e events.Event) []byte {
-	return encodeFrame(wireEvent{Seq: e.Seq, Type: string(e.Type), At: e.At, Data: e.Data})
+	ev := clientwire.SessionEvent{Seq: e.Seq, Type: string(e.Type), At: e.At, Data: e.Data}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		ev.Data = nil
+		data, _ = json.Marshal(ev)
+	}
+	return data
 }

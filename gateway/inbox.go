@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 )
 
 // The inbox feed (docs/protocol.md, "The inbox"): one Client's summary of
@@ -32,28 +33,6 @@ const inboxBatch = 256
 
 // inboxLookups bounds the deadline look-ups one feed runs at once.
 const inboxLookups = 8
-
-// sessionSummary is one Session as the inbox shows it.
-type sessionSummary struct {
-	Session string            `json:"session"`
-	Active  []json.RawMessage `json:"active"`
-	Settled int               `json:"settled"`
-	LastSeq uint64            `json:"lastSeq"`
-	// Deadlines are the Host deadlines of the Session's live timed waits,
-	// by call id, for display only (the countdown is the claim's, W3).
-	Deadlines map[string]time.Time `json:"deadlines,omitempty"`
-}
-
-type summaryFrame struct {
-	Type     string           `json:"type"`
-	ID       string           `json:"id"`
-	Sessions []sessionSummary `json:"sessions"`
-}
-
-type inboxReadyFrame struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
 
 // inboxFeed is one open inbox of a connection.
 type inboxFeed struct {
@@ -84,9 +63,9 @@ const (
 	deadlineRetry   = 200 * time.Millisecond
 )
 
-// inbox opens the Client's inbox feed. It is held like a Remote stream:
+// onInbox opens the Client's inbox feed. It is held like a Remote stream:
 // it counts toward the connection's streams, and close ends it.
-func (c *conn) inbox(f inFrame) {
+func (c *conn) onInbox(f clientwire.InboxFrame, _ scope) {
 	c.stream(f.ID, func(ctx context.Context) error {
 		feed := &inboxFeed{c: c, id: f.ID, ctx: ctx, pending: make(map[string][]byte), initial: true, wake: make(chan struct{}, 1),
 			version: make(map[string]uint64), retries: make(map[string]int), retried: make(map[string]bool)}
@@ -119,11 +98,11 @@ func (f *inboxFeed) run() error {
 		InactiveThreshold: FeedInactiveThreshold,
 	})
 	if err != nil {
-		return holdover.Wrap(err, CodeUnavailable, "inbox feed")
+		return holdover.Wrap(err, clientwire.CodeUnavailable, "inbox feed")
 	}
 	info, err := cons.Info(f.ctx)
 	if err != nil {
-		return holdover.Wrap(err, CodeUnavailable, "inbox feed")
+		return holdover.Wrap(err, clientwire.CodeUnavailable, "inbox feed")
 	}
 	if info.NumPending == 0 {
 		f.mu.Lock()
@@ -134,14 +113,14 @@ func (f *inboxFeed) run() error {
 		f.c.s.log.Debug("inbox feed", "err", err)
 	}))
 	if err != nil {
-		return holdover.Wrap(err, CodeUnavailable, "inbox feed")
+		return holdover.Wrap(err, clientwire.CodeUnavailable, "inbox feed")
 	}
 	defer cc.Stop()
 	f.mu.Lock()
 	ready := !f.initial && len(f.order) == 0
 	f.mu.Unlock()
 	if ready {
-		f.c.send(encodeFrame(inboxReadyFrame{Type: typeReady, ID: f.id}))
+		f.c.send(encodeFrame(clientwire.ReadyFrame{Type: clientwire.TypeReady, ID: f.id}))
 	}
 	for {
 		select {
@@ -155,11 +134,11 @@ func (f *inboxFeed) run() error {
 				break
 			}
 			if sessions := f.summarise(batch, retried); len(sessions) > 0 {
-				f.c.send(encodeFrame(summaryFrame{Type: typeSummary, ID: f.id, Sessions: sessions}))
+				f.c.send(encodeFrame(clientwire.SummaryFrame{Type: clientwire.TypeSummary, ID: f.id, Sessions: sessions}))
 			}
 			if done && !ready {
 				ready = true
-				f.c.send(encodeFrame(inboxReadyFrame{Type: typeReady, ID: f.id}))
+				f.c.send(encodeFrame(clientwire.ReadyFrame{Type: clientwire.TypeReady, ID: f.id}))
 			}
 		}
 	}
@@ -220,8 +199,8 @@ func (f *inboxFeed) take() (batch map[string][]byte, retried map[string]bool, do
 // summarise turns projection values into summaries, looking up the Host
 // deadlines of Sessions with open calls, a few at a time. A retried
 // Session's summary is left out unless a deadline turned up.
-func (f *inboxFeed) summarise(batch map[string][]byte, retried map[string]bool) []sessionSummary {
-	out := make([]sessionSummary, 0, len(batch))
+func (f *inboxFeed) summarise(batch map[string][]byte, retried map[string]bool) []clientwire.SessionSummary {
+	out := make([]clientwire.SessionSummary, 0, len(batch))
 	var timed []int            // indexes of summaries with open timed calls
 	open := map[int][]string{} // their call ids
 	for sid, data := range batch {
@@ -266,8 +245,8 @@ func (f *inboxFeed) summarise(batch map[string][]byte, retried map[string]bool) 
 			}
 		}
 	}
-	out = slices.DeleteFunc(out, func(s sessionSummary) bool { return retried[s.Session] && len(s.Deadlines) == 0 })
-	slices.SortFunc(out, func(a, b sessionSummary) int { return strings.Compare(a.Session, b.Session) })
+	out = slices.DeleteFunc(out, func(s clientwire.SessionSummary) bool { return retried[s.Session] && len(s.Deadlines) == 0 })
+	slices.SortFunc(out, func(a, b clientwire.SessionSummary) int { return strings.Compare(a.Session, b.Session) })
 	return out
 }
 
@@ -307,16 +286,16 @@ func (f *inboxFeed) retry(sid string, data []byte) {
 // summaryOf reads a projection value: its active calls as they are, the
 // count of its settled ones and its last seq, and the ids of its open
 // calls that may have a Host deadline (not the keyed blocking ones, M3).
-func summaryOf(sid string, data []byte) (sessionSummary, []string, error) {
+func summaryOf(sid string, data []byte) (clientwire.SessionSummary, []string, error) {
 	var v struct {
 		Active  []json.RawMessage `json:"active"`
 		Settled []json.RawMessage `json:"settled"`
 		LastSeq uint64            `json:"lastSeq"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
-		return sessionSummary{}, nil, err
+		return clientwire.SessionSummary{}, nil, err
 	}
-	s := sessionSummary{Session: sid, Active: v.Active, Settled: len(v.Settled), LastSeq: v.LastSeq}
+	s := clientwire.SessionSummary{Session: sid, Active: v.Active, Settled: len(v.Settled), LastSeq: v.LastSeq}
 	if s.Active == nil {
 		s.Active = []json.RawMessage{}
 	}

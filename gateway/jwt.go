@@ -16,6 +16,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 )
 
 // JWTConfig says how the gateway checks signed access tokens: short-lived
@@ -123,15 +124,15 @@ func (v *jwtVerifier) fetch(ctx context.Context) error {
 	}
 	resp, err := v.cfg.Client.Do(req)
 	if err != nil {
-		return holdover.Wrap(err, CodeUnavailable, "jwt: fetch the key set")
+		return holdover.Wrap(err, clientwire.CodeUnavailable, "jwt: fetch the key set")
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return holdover.Newf(CodeUnavailable, "jwt: fetch the key set: %s", resp.Status)
+		return holdover.Newf(clientwire.CodeUnavailable, "jwt: fetch the key set: %s", resp.Status)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return holdover.Wrap(err, CodeUnavailable, "jwt: read the key set")
+		return holdover.Wrap(err, clientwire.CodeUnavailable, "jwt: read the key set")
 	}
 	keys, err := parseKeys(data)
 	if err != nil {
@@ -176,7 +177,7 @@ type sessionClaims struct {
 func (v *jwtVerifier) verify(raw string) (Grant, error) {
 	tok, err := jwt.ParseSigned(raw, signatureAlgorithms)
 	if err != nil {
-		return Grant{}, holdover.Wrap(err, CodeUnauthorized, "the access token is not a signed JWT")
+		return Grant{}, holdover.Wrap(err, clientwire.CodeUnauthorized, "the access token is not a signed JWT")
 	}
 	kid := ""
 	if len(tok.Headers) > 0 {
@@ -185,24 +186,24 @@ func (v *jwtVerifier) verify(raw string) (Grant, error) {
 	var claims jwt.Claims
 	var extra sessionClaims
 	if err := tok.Claims(v.currentKeys(kid), &claims, &extra); err != nil {
-		return Grant{}, holdover.Wrap(err, CodeUnauthorized, "the access token's signature does not verify")
+		return Grant{}, holdover.Wrap(err, clientwire.CodeUnauthorized, "the access token's signature does not verify")
 	}
 	if claims.Expiry == nil {
-		return Grant{}, holdover.New(CodeUnauthorized, "the access token has no expiry (exp); only short-lived tokens are accepted")
+		return Grant{}, holdover.New(clientwire.CodeUnauthorized, "the access token has no expiry (exp); only short-lived tokens are accepted")
 	}
 	expected := jwt.Expected{Issuer: v.cfg.Issuer, Time: v.now()}
 	if v.cfg.Audience != "" {
 		expected.AnyAudience = jwt.Audience{v.cfg.Audience}
 	}
 	if err := claims.ValidateWithLeeway(expected, leeway); err != nil {
-		return Grant{}, holdover.Wrap(err, CodeUnauthorized, "the access token is not valid now or not for this gateway")
+		return Grant{}, holdover.Wrap(err, clientwire.CodeUnauthorized, "the access token is not valid now or not for this gateway")
 	}
 	if err := v.checkLifetime(claims); err != nil {
 		return Grant{}, err
 	}
 	g := Grant{User: claims.Subject, Sessions: extra.Sessions}
 	if err := g.check(); err != nil {
-		return Grant{}, holdover.Wrap(err, CodeUnauthorized, "the access token's claims")
+		return Grant{}, holdover.Wrap(err, clientwire.CodeUnauthorized, "the access token's claims")
 	}
 	g.Expires = claims.Expiry.Time()
 	return g, nil
@@ -218,7 +219,7 @@ func (v *jwtVerifier) checkLifetime(claims jwt.Claims) error {
 	}
 	life := claims.Expiry.Time().Sub(from)
 	if life > v.cfg.MaxLifetime+leeway {
-		return holdover.Newf(CodeUnauthorized, "the access token lives %s from %s to its exp, longer than the %s this gateway accepts (--jwt-max-lifetime); issue shorter-lived tokens",
+		return holdover.Newf(clientwire.CodeUnauthorized, "the access token lives %s from %s to its exp, longer than the %s this gateway accepts (--jwt-max-lifetime); issue shorter-lived tokens",
 			life.Round(time.Second), since, v.cfg.MaxLifetime)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/strictjson"
 )
 
@@ -36,7 +37,7 @@ func FuzzAuthorizeParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, params []byte) {
 		out, sid, err := c.authorizeParams(params)
 		if err != nil {
-			require.Contains(t, []holdover.Code{holdover.CodeBadRequest, CodeForbidden}, holdover.CodeOf(err))
+			require.Contains(t, []holdover.Code{holdover.CodeBadRequest, clientwire.CodeForbidden}, holdover.CodeOf(err))
 			return
 		}
 		require.Equal(t, "s1", sid, "only a grant of every Session lets params name none")

@@ -5,15 +5,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 )
-
-// closeTooMany is the WebSocket close code after a token's connection
-// limit refused one more; the Client may try again after its back-off.
-const closeTooMany websocket.StatusCode = 4429
 
 // tokenLimits bounds what all the connections of one token do together,
 // so a leaked or shared token cannot open the gateway without end: how
@@ -50,7 +46,7 @@ func (l *tokenLimits) admit(key [sha256.Size]byte) (*tokenUse, error) {
 		l.tokens[key] = u
 	}
 	if u.conns >= l.maxConns {
-		return nil, holdover.Newf(CodeTooManyConnections, "this token already holds %d connections, as many as allowed; close one or try again later", l.maxConns)
+		return nil, holdover.Newf(clientwire.CodeTooManyConnections, "this token already holds %d connections, as many as allowed; close one or try again later", l.maxConns)
 	}
 	u.conns++
 	return u, nil
@@ -71,13 +67,13 @@ func (l *tokenLimits) release(u *tokenUse) {
 func (c *conn) admitToken(g Grant) bool {
 	use, err := c.s.tokens.admit(g.key)
 	if err != nil {
-		c.closeWith(closeTooMany, err)
+		c.closeWith(clientwire.CloseTooMany, err)
 		return false
 	}
 	c.tokenUse = use
 	if !g.Expires.IsZero() {
 		c.expiry = time.AfterFunc(time.Until(g.Expires), func() {
-			c.closeWith(closeUnauthorized, holdover.Newf(CodeUnauthorized, "the access token expired at %s", g.Expires.UTC().Format(time.RFC3339)))
+			c.closeWith(clientwire.CloseUnauthorized, holdover.Newf(clientwire.CodeUnauthorized, "the access token expired at %s", g.Expires.UTC().Format(time.RFC3339)))
 		})
 	}
 	return true

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/streams"
 )
 
@@ -155,7 +156,7 @@ func (t *Tokens) Authenticate(token string) (Grant, error) {
 	} else {
 		var ok bool
 		if g, ok = t.Lookup(token); !ok {
-			return Grant{}, holdover.New(CodeUnauthorized, "the access token is missing or unknown")
+			return Grant{}, holdover.New(clientwire.CodeUnauthorized, "the access token is missing or unknown")
 		}
 	}
 	g.key = sha256.Sum256([]byte(token))

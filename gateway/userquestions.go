@@ -8,6 +8,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
 	"github.com/holdover-dev/holdover/waiter"
@@ -16,10 +17,6 @@ import (
 // This file is the binding of the userQuestions service: the one place in
 // the gateway that names it. It fills in a Service table entry; the rest
 // of the gateway forwards by rule and knows nothing of questions.
-
-// QuestionRequestEvent is the Remote Event name of a foreground question
-// request (docs/protocol.md).
-const QuestionRequestEvent = "user-questions/request"
 
 // The userQuestions endpoints Clients may call: the late answer (D6) and
 // the projection view. The agent's ask endpoints stay out of their reach.
@@ -206,7 +203,7 @@ type questionRequest struct {
 }
 
 func (r *questionRequest) ID() string               { return r.d.RequestID }
-func (r *questionRequest) Event() string            { return QuestionRequestEvent }
+func (r *questionRequest) Event() string            { return clientwire.QuestionRequestEvent }
 func (r *questionRequest) Payload() json.RawMessage { return r.payload }
 
 // Settle answers with the value's answers; the answerer checks the batch

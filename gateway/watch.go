@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/sessionlog"
-	"github.com/holdover-dev/holdover/streams"
 )
 
 // A watch is one Client's view of one Session: its events from a seq on,
@@ -70,25 +70,18 @@ func newWatch(c *conn, id, sid string, after uint64) *watch {
 		return slices.Concat([]byte(`{"type":"`+typ+`","id":`), idJSON, []byte(`,"session":`), sidJSON)
 	}
 	return &watch{c: c, id: id, sid: sid, after: after, catching: true,
-		eventsHead: slices.Concat(head(typeEvents), []byte(`,"events":`)),
-		viewHead:   slices.Concat(head(typeView), []byte(`,"view":`)),
-		readyFrame: slices.Concat(head(typeReady), []byte(`}`))}
+		eventsHead: slices.Concat(head(clientwire.TypeEvents), []byte(`,"events":`)),
+		viewHead:   slices.Concat(head(clientwire.TypeView), []byte(`,"view":`)),
+		readyFrame: slices.Concat(head(clientwire.TypeReady), []byte(`}`))}
 }
 
-// watch starts watching a Session: events from fromSeq on (all of them
-// when it is 0 or missing) and the projection.
-func (c *conn) watch(f inFrame) {
-	if err := streams.CheckSession(f.Session); err != nil {
-		c.fail(f.ID, err)
-		return
-	}
-	if err := c.authorize(f.Session); err != nil {
-		c.fail(f.ID, err)
-		return
-	}
+// onWatch starts watching the Session s, which the token grants: events
+// from fromSeq on (all of them when it is 0 or missing) and the
+// projection.
+func (c *conn) onWatch(f clientwire.WatchFrame, s scope) {
 	var after uint64
-	if f.FromSeq != nil && *f.FromSeq > 0 {
-		after = *f.FromSeq - 1
+	if f.FromSeq > 0 {
+		after = f.FromSeq - 1
 	}
 	c.mu.Lock()
 	if err := admit(c.watches, f.ID, c.s.lim.MaxWatches, "watch", "watches"); err != nil {
@@ -96,7 +89,7 @@ func (c *conn) watch(f inFrame) {
 		c.fail(f.ID, err)
 		return
 	}
-	w := newWatch(c, f.ID, f.Session, after)
+	w := newWatch(c, f.ID, s.session, after)
 	c.watches[f.ID] = w
 	c.mu.Unlock()
 	if !c.goTask(w.start) {
@@ -104,12 +97,12 @@ func (c *conn) watch(f inFrame) {
 	}
 }
 
-// unwatch ends a watch. An id that is not (or no longer) watched is
+// onUnwatch ends a watch. An id that is not (or no longer) watched is
 // ignored: the watch may have failed and been reported a moment ago.
-func (c *conn) unwatch(id string) {
+func (c *conn) onUnwatch(f clientwire.UnwatchFrame, _ scope) {
 	c.mu.Lock()
-	w := c.watches[id]
-	delete(c.watches, id)
+	w := c.watches[f.ID]
+	delete(c.watches, f.ID)
 	c.mu.Unlock()
 	if w != nil {
 		w.stop()
@@ -360,11 +353,16 @@ func (w *watch) eventsFrame(evs [][]byte) []byte {
 	return append(out, ']', '}')
 }
 
-// sendView sends the Session's projection; nil, when the Session has
-// none, goes out as null.
+// sendView sends the Session's projection.
 func (w *watch) sendView(view json.RawMessage) {
+	w.c.send(w.viewFrame(view))
+}
+
+// viewFrame is a view frame of this watch; nil, when the Session has no
+// projection, goes out as null.
+func (w *watch) viewFrame(view json.RawMessage) []byte {
 	if view == nil {
 		view = json.RawMessage("null")
 	}
-	w.c.send(slices.Concat(w.viewHead, view, []byte("}")))
+	return slices.Concat(w.viewHead, view, []byte("}"))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/gateway"
 )
 
@@ -57,7 +58,7 @@ func TestGatewayHelloFirst(t *testing.T) {
 	c := w.dialRaw(w.url + "?token=" + gwTokenAna)
 	c.send(map[string]any{"type": "watch", "id": "w1", "session": "s1", "fromSeq": 1})
 	c.take("UNAUTHORIZED for w1", gwError("w1", "UNAUTHORIZED"))
-	c.send(map[string]any{"type": "hello", "protocol": gateway.ProtocolVersion, "client": "test"})
+	c.send(map[string]any{"type": "hello", "protocol": clientwire.ProtocolVersion, "client": "test"})
 	c.welcome()
 	c.alive("c1")
 
@@ -74,7 +75,7 @@ func TestGatewayHelloFirst(t *testing.T) {
 func TestGatewayProtocolVersions(t *testing.T) {
 	t.Parallel()
 	w := newGWWorld(t, gateway.Limits{})
-	for said, spoken := range map[int]int{1: 1, 2: 2, 99: gateway.ProtocolVersion} {
+	for said, spoken := range map[int]int{1: 1, 2: 2, 99: clientwire.ProtocolVersion} {
 		c := w.dialRaw(w.url + "?token=" + gwTokenAna)
 		c.send(map[string]any{"type": "hello", "protocol": said, "client": "test"})
 		welcome := c.welcome()

@@ -18,6 +18,7 @@ import (
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/answerer"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/ops"
 	"github.com/holdover-dev/holdover/ops/opstest"
@@ -142,7 +143,7 @@ type gwClient struct {
 func (w *gwWorld) dial(token string) *gwClient {
 	w.t.Helper()
 	c := w.dialRaw(w.url + "?token=" + token)
-	c.send(map[string]any{"type": "hello", "protocol": gateway.ProtocolVersion, "client": "test"})
+	c.send(map[string]any{"type": "hello", "protocol": clientwire.ProtocolVersion, "client": "test"})
 	return c
 }
 

@@ -52,7 +52,7 @@ func TestGatewayMalformedFramesGetAnErrorAndTheConnectionSurvives(t *testing.T) 
 		{frame: `{"type":"watch","id":"w1"}{"type":"watch"}`},
 		{frame: `{"id":"x1"}`, id: "x1"},
 		{frame: `{"type":"watch","id":"w2"}`, id: "w2"},
-		{frame: `{"type":"watch","id":"w3","session":"s1","fromSeq":-1}`},
+		{frame: `{"type":"watch","id":"w3","session":"s1","fromSeq":-1}`, id: "w3"},
 		{frame: `{"type":"watch","id":"w4","session":"bad.session"}`, id: "w4"},
 		{frame: `{"type":"settle","id":"r1","value":[1]}`, id: "r1"},
 		{frame: `{"type":"reject","id":"r2","error":{"message":"no code"}}`, id: "r2"},

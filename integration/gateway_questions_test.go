@@ -13,6 +13,7 @@ import (
 
 	"github.com/holdover-dev/holdover"
 	"github.com/holdover-dev/holdover/auth"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/gateway"
 	"github.com/holdover-dev/holdover/streams"
 	"github.com/holdover-dev/holdover/userquestions"
@@ -88,7 +89,7 @@ func gwAsked(t *testing.T) (w *gwWorld, ana *gwClient, req gwFrame, done <-chan 
 func TestGatewayRequestReachesTheClientAndItsSettleReachesTheAgent(t *testing.T) {
 	t.Parallel()
 	w, ana, req, done := gwAsked(t)
-	assert.Equal(t, gateway.QuestionRequestEvent, req.Event)
+	assert.Equal(t, clientwire.QuestionRequestEvent, req.Event)
 	assert.Equal(t, "s1", req.Session)
 	p := gwPayloadOf(t, req)
 	assert.Equal(t, req.ID, p.RequestID)

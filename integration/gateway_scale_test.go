@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/gateway"
 )
 
@@ -67,7 +68,7 @@ func scaleProtocol() int {
 	if os.Getenv(scaleEnv) == "v1" {
 		return 1
 	}
-	return gateway.ProtocolVersion
+	return clientwire.ProtocolVersion
 }
 
 func TestGatewayScale(t *testing.T) {

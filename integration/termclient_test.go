@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/projection/projectiontest"
 	"github.com/holdover-dev/holdover/steer/steertest"
@@ -263,8 +264,8 @@ func TestTermclientErrorsCarryTheirCodes(t *testing.T) {
 		o.List = true
 		return o
 	}
-	assert.Equal(t, termclient.CodeUnauthorized, codeOf(list("not-a-token", "s1")))
-	assert.Equal(t, termclient.CodeForbidden, codeOf(list(gwTokenAna, "s3")), "ana may use s1 and s2 only")
+	assert.Equal(t, clientwire.CodeUnauthorized, codeOf(list("not-a-token", "s1")))
+	assert.Equal(t, clientwire.CodeForbidden, codeOf(list(gwTokenAna, "s3")), "ana may use s1 and s2 only")
 
 	unknown := w.options(gwTokenAna, "s1")
 	unknown.Call, unknown.Answers = "call-9", []string{"deploy=yes"}
@@ -280,7 +281,7 @@ func TestTermclientErrorsCarryTheirCodes(t *testing.T) {
 	require.NoError(t, ln.Close())
 	gone := list(gwTokenAna, "s1")
 	gone.Gateway = down
-	assert.Equal(t, termclient.CodeUnavailable, codeOf(gone))
+	assert.Equal(t, clientwire.CodeUnavailable, codeOf(gone))
 }
 
 // D6, issue 20 item 5: a late answer the service refuses says why. The

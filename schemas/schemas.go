@@ -13,8 +13,8 @@
 // "/" spelled "-"), and the shapes several bodies share in
 // events/common.json. The rest of the wire is in a folder named for where
 // each shape travels: requests/, replies/, frames/, waterfall/, kv/,
-// inbox/ and tool/, with common/ for what they share. README.md has the
-// table.
+// inbox/ and tool/, with common/ for what they share; websocket/ holds the
+// frames of the Client-gateway WebSocket. README.md has the table.
 package schemas
 
 import (
@@ -37,7 +37,7 @@ import (
 // schema of each event type Holdover reads.
 const EventSchema = "event.json"
 
-//go:embed *.json events/*.json common/*.json requests/*.json replies/*.json frames/*.json waterfall/*.json kv/*.json inbox/*.json tool/*.json
+//go:embed *.json events/*.json common/*.json requests/*.json replies/*.json frames/*.json waterfall/*.json kv/*.json websocket/*.json websocket/client/*.json websocket/gateway/*.json inbox/*.json tool/*.json
 var files embed.FS
 
 // Files is the schema folder, as embedded in the binary.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/projection"
@@ -49,7 +50,7 @@ func fullShapes() map[string]any {
 	}
 	reply.Source.User = "ana"
 	remaining := int64(59000)
-	return map[string]any{
+	shapes := map[string]any{
 		"requests/ask.json":       holdover.AskRequest{Session: "s1", CallID: "call_1", Agent: agent, Questions: questions, Intent: intent},
 		"requests/ask-timed.json": holdover.AskTimedRequest{Session: "s1", CallID: "call_1", Agent: agent, Questions: questions, TimeoutMs: 60000},
 		"requests/answer.json":    holdover.AnswerRequest{Session: "s1", CallID: "call_1", Answers: answers},
@@ -78,6 +79,70 @@ func fullShapes() map[string]any {
 		"tool/answers.json":       holdover.Batch{Answers: answers},
 		"tool/pending.json":       holdover.Pending{Pending: true, CallID: "call_2", Message: "No answer batch arrived before the timeout."},
 	}
+	for _, f := range fullFrames() {
+		shapes[frameSpec(f).Schema()] = f
+	}
+	return shapes
+}
+
+// fullFrames has a frame of every type of the WebSocket protocol, each
+// field set, as Go writes it: compact JSON where a field holds JSON, so
+// that it decodes back equal.
+func fullFrames() []clientwire.Frame {
+	questions := []holdover.Question{{ID: "db", Question: "Which database?", Options: []holdover.Option{{Label: "SQLite"}}}}
+	deadline := time.Date(2026, 12, 3, 10, 1, 0, 0, time.UTC)
+	request, err := json.Marshal(userquestions.WaterfallRequest{RequestID: "r1", Session: "s1", CallID: "call_1", Questions: questions,
+		Wait: &userquestions.WaitRef{CallID: "call_1", Timed: true}, Deadline: &deadline, Owner: "lease~worker~w1"})
+	if err != nil {
+		panic(err)
+	}
+	view, err := json.Marshal(projection.View{Active: []projection.Call{{CallID: "call_1", Status: projection.Open, Questions: questions, Seq: 4}}, Timed: true, LastSeq: 4})
+	if err != nil {
+		panic(err)
+	}
+	batch := json.RawMessage(`{"answers":[{"id":"db","selected":["SQLite"]}]}`)
+	wireErr := &holdover.Error{Code: holdover.CodeAskTimedOut, Message: "the countdown ran out"}
+	return []clientwire.Frame{
+		clientwire.HelloFrame{Type: clientwire.TypeHello, Protocol: clientwire.ProtocolVersion, Client: "holdover-web", Token: "t0ken"},
+		clientwire.WatchFrame{Type: clientwire.TypeWatch, ID: "w1", Session: "s1", FromSeq: 5},
+		clientwire.UnwatchFrame{Type: clientwire.TypeUnwatch, ID: "w1"},
+		clientwire.SettleFrame{Type: clientwire.TypeSettle, ID: "r1", Value: batch},
+		clientwire.RejectFrame{Type: clientwire.TypeReject, ID: "r1", Error: wireErr},
+		clientwire.DelegateFrame{Type: clientwire.TypeDelegate, ID: "r1"},
+		clientwire.OpenFrame{Type: clientwire.TypeOpen, ID: "s2", Method: clientwire.MethodAttachWait, Params: json.RawMessage(`{"session":"s1","callId":"call_1"}`)},
+		clientwire.CloseFrame{Type: clientwire.TypeClose, ID: "s2"},
+		clientwire.CallFrame{Type: clientwire.TypeCall, ID: "c3", Method: clientwire.MethodAnswer, Params: json.RawMessage(`{"session":"s1","callId":"call_1","answers":[]}`)},
+		clientwire.InboxFrame{Type: clientwire.TypeInbox, ID: "i4"},
+
+		clientwire.WelcomeFrame{Type: clientwire.TypeWelcome, Protocol: clientwire.ProtocolVersion, ClientID: "k7Qx2", User: "ana", Sessions: []string{"s1"}},
+		clientwire.EventsFrame{Type: clientwire.TypeEvents, ID: "w1", Session: "s1", Events: []clientwire.SessionEvent{
+			{Seq: 7, Type: "turn/start", At: deadline, Data: json.RawMessage(`{"turn":"t1"}`)}}},
+		clientwire.ViewFrame{Type: clientwire.TypeView, ID: "w1", Session: "s1", View: view},
+		clientwire.ReadyFrame{Type: clientwire.TypeReady, ID: "w1", Session: "s1"},
+		clientwire.SummaryFrame{Type: clientwire.TypeSummary, ID: "i4", Sessions: []clientwire.SessionSummary{{
+			Session: "s1", Active: []json.RawMessage{json.RawMessage(`{"callId":"call_1","status":"open","questions":[{"id":"db","question":"Which database?"}],"seq":4}`)},
+			Settled: 2, LastSeq: 9, Deadlines: map[string]time.Time{"call_1": deadline}}}},
+		clientwire.RequestFrame{Type: clientwire.TypeRequest, ID: "r1", Session: "s1", Event: clientwire.QuestionRequestEvent, Payload: request},
+		clientwire.CancelFrame{Type: clientwire.TypeCancel, ID: "r1", Session: "s1", Reason: userquestions.ReasonExpired},
+		clientwire.StreamFrame{Type: clientwire.TypeFrame, ID: "s2", Data: json.RawMessage(`{"remainingMs":58734}`)},
+		clientwire.ClosedFrame{Type: clientwire.TypeClose, ID: "s2", Error: &holdover.Error{Code: holdover.CodeInternal, Message: "claim consumer lost"}},
+		clientwire.ResultFrame{Type: clientwire.TypeResult, ID: "c3", Result: json.RawMessage(`{"accepted":true,"messageId":"m9"}`)},
+		clientwire.ErrorFrame{Type: clientwire.TypeError, ID: "c3", Code: holdover.CodeReplyQueued, Message: "a reply is already queued"},
+	}
+}
+
+// frameSpec is the catalog's spec of frame f.
+func frameSpec(f clientwire.Frame) clientwire.Spec {
+	specs := clientwire.GatewayFrames()
+	if _, ok := f.(clientwire.ClientFrame); ok {
+		specs = clientwire.ClientFrames()
+	}
+	for _, s := range specs {
+		if s.Type == f.FrameType() {
+			return s
+		}
+	}
+	panic("no spec of the " + f.FrameType() + " frame")
 }
 
 // What Go writes fits the schema of its shape, with every field set (so a

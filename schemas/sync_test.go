@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/events"
 	"github.com/holdover-dev/holdover/liveroot"
 	"github.com/holdover-dev/holdover/projection"
@@ -53,13 +54,12 @@ func TestEveryEventTypeHasASchema(t *testing.T) {
 }
 
 // shapes pairs each schema file that describes one Go type with it. The
-// event bodies are paired through event.json's dispatch instead (below).
-// A schema for a request, reply, frame, KV value or inbox message slots in
-// here with its Go type; TestEverySchemaIsPaired keeps the list whole.
-var shapes = []struct {
-	file string
-	typ  reflect.Type
-}{
+// event bodies are paired through event.json's dispatch instead (below),
+// and the WebSocket frames through package clientwire's catalog (appended
+// by wsFrameShapes). A schema for a request, reply, frame, KV value or
+// inbox message slots in here with its Go type; TestEverySchemaIsPaired
+// keeps the list whole.
+var shapes = append([]shape{
 	{schemas.EventSchema, reflect.TypeFor[events.Event]()},
 	{"requests/ask.json", reflect.TypeFor[holdover.AskRequest]()},
 	{"requests/ask-timed.json", reflect.TypeFor[holdover.AskTimedRequest]()},
@@ -88,6 +88,21 @@ var shapes = []struct {
 	{"tool/arguments.json", reflect.TypeFor[holdover.ToolArgs]()},
 	{"tool/answers.json", reflect.TypeFor[holdover.Batch]()},
 	{"tool/pending.json", reflect.TypeFor[holdover.Pending]()},
+}, wsFrameShapes()...)
+
+type shape struct {
+	file string
+	typ  reflect.Type
+}
+
+// wsFrameShapes pairs the schema of every frame of the Client-gateway
+// WebSocket protocol with its Go type.
+func wsFrameShapes() []shape {
+	var out []shape
+	for _, s := range slices.Concat(clientwire.ClientFrames(), clientwire.GatewayFrames()) {
+		out = append(out, shape{s.Schema(), reflect.TypeOf(s.Zero)})
+	}
+	return out
 }
 
 // Every schema file is the schema of a Go type (paired above or through
@@ -202,6 +217,14 @@ func (c comparison) compare(file string, node any, typ reflect.Type, where strin
 	case reflect.Slice:
 		c.wantType(s, where, "array", "null")
 		c.compare(file, s["items"], typ.Elem(), where+"[]")
+	case reflect.Map:
+		// A map of string keys is an object whose every member is the
+		// value's schema; omitempty leaves a nil one out.
+		c.wantType(s, where, "object")
+		if typ.Key().Kind() != reflect.String {
+			c.t.Errorf("%s: a map's keys are strings in JSON", where)
+		}
+		c.compare(file, s["additionalProperties"], typ.Elem(), where+"{}")
 	case reflect.String:
 		if _, enum := s["enum"]; !enum {
 			c.wantType(s, where, scalar("string")...)

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 )
 
 // Config says where the gateway is and who is connecting.
@@ -84,7 +85,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, addr, nil)
 	if err != nil {
-		return nil, holdover.Newf(CodeUnavailable, "cannot reach the gateway at %s: %v", cfg.Gateway, err)
+		return nil, holdover.Newf(clientwire.CodeUnavailable, "cannot reach the gateway at %s: %v", cfg.Gateway, err)
 	}
 	ws.SetReadLimit(readLimit)
 	log := cfg.Logger
@@ -102,7 +103,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if name == "" {
 		name = "holdover-answer"
 	}
-	if err := c.send(clientFrame{Type: "hello", Protocol: ProtocolVersion, Client: name, Token: cfg.Token}); err != nil {
+	if err := c.send(clientwire.HelloFrame{Type: clientwire.TypeHello, Protocol: clientwire.ProtocolVersion, Client: name, Token: cfg.Token}); err != nil {
 		_ = ws.CloseNow()
 		return nil, err
 	}
@@ -144,22 +145,24 @@ func (c *Conn) readWelcome(ctx context.Context) (welcome Welcome, rest []json.Ra
 	for {
 		_, data, err := c.ws.Read(ctx)
 		if err != nil {
-			return Welcome{}, nil, holdover.Wrap(err, CodeUnavailable, "the gateway closed the connection before welcome")
+			return Welcome{}, nil, holdover.Wrap(err, clientwire.CodeUnavailable, "the gateway closed the connection before welcome")
 		}
-		frames, err := messageFrames(data)
+		frames, err := clientwire.SplitMessage(data)
 		if err != nil {
 			return Welcome{}, nil, err
 		}
 		for i, data := range frames {
-			f, known, err := parseServerFrame(data)
-			switch {
-			case err != nil:
+			f, err := clientwire.ReadGatewayFrame(data)
+			if err != nil {
 				return Welcome{}, nil, err
-			case !known:
-			case f.Type == "welcome":
+			}
+			switch f := f.(type) {
+			case clientwire.WelcomeFrame:
 				return Welcome{ClientID: f.ClientID, User: f.User, Sessions: f.Sessions}, frames[i+1:], nil
-			case f.Type == "error" && f.ID == "":
-				return Welcome{}, nil, holdover.New(f.Code, f.Message)
+			case clientwire.ErrorFrame:
+				if f.ID == "" {
+					return Welcome{}, nil, holdover.New(f.Code, f.Message)
+				}
 			}
 		}
 	}
@@ -191,7 +194,7 @@ func (c *Conn) Close() {
 	for _, r := range held {
 		r.teardown()
 	}
-	c.end(holdover.New(CodeUnavailable, "this Client closed its connection to the gateway"))
+	c.end(holdover.New(clientwire.CodeUnavailable, "this Client closed its connection to the gateway"))
 	_ = c.ws.Close(websocket.StatusNormalClosure, "client closed") // the gateway drops what is left of a socket that goes
 }
 
@@ -204,7 +207,11 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		return err
 	}
 	defer c.forget(func() { delete(c.calls, id) })
-	if err := c.send(clientFrame{Type: "call", ID: id, Method: method, Params: params}); err != nil {
+	raw, err := encodeParams(method, params)
+	if err != nil {
+		return err
+	}
+	if err := c.send(clientwire.CallFrame{Type: clientwire.TypeCall, ID: id, Method: method, Params: raw}); err != nil {
 		return err
 	}
 	select {
@@ -216,13 +223,13 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 			return nil
 		}
 		if err := json.Unmarshal(r.result, result); err != nil {
-			return holdover.Newf(CodeBadFrame, "the result of %s does not decode: %v", method, err)
+			return holdover.Newf(clientwire.CodeBadFrame, "the result of %s does not decode: %v", method, err)
 		}
 		return nil
 	case <-c.done:
 		return c.Err()
 	case <-ctx.Done():
-		return holdover.Newf(CodeUnavailable, "%s: %v", method, ctx.Err())
+		return holdover.Newf(clientwire.CodeUnavailable, "%s: %v", method, ctx.Err())
 	}
 }
 
@@ -231,7 +238,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 // continued; Reason says which.
 func (c *Conn) Answer(ctx context.Context, sid, callID string, answers []holdover.Answer) (holdover.AnswerResult, error) {
 	var res holdover.AnswerResult
-	err := c.Call(ctx, methodAnswer, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers}, &res)
+	err := c.Call(ctx, clientwire.MethodAnswer, holdover.AnswerRequest{Session: sid, CallID: callID, Answers: answers}, &res)
 	return res, err
 }
 
@@ -256,12 +263,16 @@ const streamBuffer = 8
 // open starts the Remote stream named by method; onEnd, when set, runs
 // once it has ended.
 func (c *Conn) open(method string, params any, onEnd func()) (*Stream, error) {
+	raw, err := encodeParams(method, params)
+	if err != nil {
+		return nil, err
+	}
 	s := &Stream{c: c, frames: make(chan json.RawMessage, streamBuffer), done: make(chan struct{}), onEnd: onEnd}
 	id, err := c.register("s", func(id string) { s.id = id; c.streams[id] = s })
 	if err != nil {
 		return nil, err
 	}
-	if err := c.send(clientFrame{Type: "open", ID: id, Method: method, Params: params}); err != nil {
+	if err := c.send(clientwire.OpenFrame{Type: clientwire.TypeOpen, ID: id, Method: method, Params: raw}); err != nil {
 		c.forget(func() { delete(c.streams, id) })
 		return nil, err
 	}
@@ -285,7 +296,7 @@ func (s *Stream) Err() error {
 // nothing more flows, so closing twice sends one close frame.
 func (s *Stream) Close() {
 	if s.end(nil) {
-		_ = s.c.send(clientFrame{Type: "close", ID: s.id})
+		_ = s.c.send(clientwire.CloseFrame{Type: clientwire.TypeClose, ID: s.id})
 	}
 	s.c.forget(func() { delete(s.c.streams, s.id) })
 }
@@ -339,18 +350,27 @@ func (c *Conn) forget(drop func()) {
 	drop()
 }
 
+// encodeParams renders the params of a call or stream of method.
+func encodeParams(method string, params any) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, holdover.Newf(holdover.CodeInternal, "encode the params of %s: %v", method, err)
+	}
+	return raw, nil
+}
+
 // send writes one frame.
-func (c *Conn) send(f clientFrame) error {
+func (c *Conn) send(f clientwire.ClientFrame) error {
 	data, err := json.Marshal(f)
 	if err != nil {
-		return holdover.Newf(holdover.CodeInternal, "encode a %s frame: %v", f.Type, err)
+		return holdover.Newf(holdover.CodeInternal, "encode a %s frame: %v", f.FrameType(), err)
 	}
 	// A cancelled write closes the connection, so it runs on a context of
 	// its own rather than the caller's.
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	if err := c.ws.Write(ctx, websocket.MessageText, data); err != nil {
-		return holdover.Newf(CodeUnavailable, "send to the gateway: %v", err)
+		return holdover.Newf(clientwire.CodeUnavailable, "send to the gateway: %v", err)
 	}
 	return nil
 }
@@ -360,21 +380,19 @@ func (c *Conn) send(f clientFrame) error {
 func (c *Conn) readLoop(frames []json.RawMessage) {
 	for {
 		for _, data := range frames {
-			f, known, err := parseServerFrame(data)
+			f, err := clientwire.ReadGatewayFrame(data)
 			if err != nil {
 				c.log.Warn("passed over a frame from the gateway", "err", err)
 				continue
 			}
-			if known {
-				c.route(f)
-			}
+			c.route(f)
 		}
 		_, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			c.end(closeError(err))
 			return
 		}
-		if frames, err = messageFrames(data); err != nil {
+		if frames, err = clientwire.SplitMessage(data); err != nil {
 			c.log.Warn("passed over a message from the gateway", "err", err)
 		}
 	}
@@ -383,26 +401,32 @@ func (c *Conn) readLoop(frames []json.RawMessage) {
 // closeError says why the socket ended.
 func closeError(err error) error {
 	switch websocket.CloseStatus(err) {
-	case 4401:
-		return holdover.New(CodeUnauthorized, "the gateway refused the token and closed the connection")
+	case clientwire.CloseUnauthorized:
+		return holdover.New(clientwire.CodeUnauthorized, "the gateway refused the token and closed the connection")
 	case -1:
-		return holdover.Newf(CodeUnavailable, "the connection to the gateway broke: %v", err)
+		return holdover.Newf(clientwire.CodeUnavailable, "the connection to the gateway broke: %v", err)
 	}
-	return holdover.Newf(CodeUnavailable, "the gateway closed the connection: %v", err)
+	return holdover.Newf(clientwire.CodeUnavailable, "the gateway closed the connection: %v", err)
 }
 
-// route hands one frame to what its id names.
-func (c *Conn) route(f serverFrame) {
-	switch f.Type {
-	case "events", "view", "ready":
+// route hands one frame to what its id names. Frames this Client has no
+// use for (a welcome again, the events of a watch, an inbox's summary)
+// and types this version does not know (nil) are passed over.
+func (c *Conn) route(f clientwire.GatewayFrame) {
+	switch f := f.(type) {
+	case clientwire.ReadyFrame:
 		if s := c.session(f.ID); s != nil {
-			s.onFrame(f)
+			s.onReady()
 		}
-	case "request":
+	case clientwire.ViewFrame:
+		if s := c.session(f.ID); s != nil {
+			s.onView(f.View)
+		}
+	case clientwire.RequestFrame:
 		c.onRequest(f)
-	case "cancel":
+	case clientwire.CancelFrame:
 		c.onCancel(f)
-	case "frame":
+	case clientwire.StreamFrame:
 		if s := c.stream(f.ID); s != nil {
 			if closedFrame(f.Data) {
 				c.closeStream(s, nil) // the Host's closing message is the close
@@ -410,7 +434,7 @@ func (c *Conn) route(f serverFrame) {
 			}
 			s.deliver(f.Data)
 		}
-	case "close":
+	case clientwire.ClosedFrame:
 		if s := c.stream(f.ID); s != nil {
 			var err error
 			if f.Error != nil {
@@ -418,9 +442,9 @@ func (c *Conn) route(f serverFrame) {
 			}
 			c.closeStream(s, err)
 		}
-	case "result":
+	case clientwire.ResultFrame:
 		c.reply(f.ID, callReply{result: f.Result})
-	case "error":
+	case clientwire.ErrorFrame:
 		c.onError(f)
 	}
 }
@@ -463,7 +487,7 @@ func (c *Conn) reply(id string, r callReply) bool {
 
 // onError routes an error frame to the call, stream, watch or request it
 // names; one naming nothing concerns the connection.
-func (c *Conn) onError(f serverFrame) {
+func (c *Conn) onError(f clientwire.ErrorFrame) {
 	err := holdover.New(f.Code, f.Message)
 	if f.ID == "" {
 		c.log.Warn("the gateway reported an error", "code", f.Code, "message", f.Message)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/projection"
 )
 
@@ -361,7 +362,7 @@ func (a *attempt) finish() { a.releaseClaim() }
 func (f *flow) await(ctx context.Context, what string, done func() (bool, error)) error {
 	err := f.within(ctx, f.wait, done)
 	if errors.Is(err, errTimedOut) {
-		return holdover.Newf(CodeUnavailable, "%s did not come within %s", what, f.wait)
+		return holdover.Newf(clientwire.CodeUnavailable, "%s did not come within %s", what, f.wait)
 	}
 	return err
 }

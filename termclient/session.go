@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/holdover-dev/holdover"
+	"github.com/holdover-dev/holdover/clientwire"
 	"github.com/holdover-dev/holdover/projection"
 )
 
@@ -37,7 +38,7 @@ type Session struct {
 // arrive with it.
 func (c *Conn) Watch(ctx context.Context, sid string) (*Session, error) {
 	var view projection.View
-	if err := c.Call(ctx, methodView, map[string]string{"session": sid}, &view); err != nil {
+	if err := c.Call(ctx, clientwire.MethodView, map[string]string{"session": sid}, &view); err != nil {
 		return nil, err
 	}
 	s := &Session{c: c, id: sid, view: view, live: make(chan struct{}), changed: make(chan struct{})}
@@ -45,13 +46,13 @@ func (c *Conn) Watch(ctx context.Context, sid string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.send(clientFrame{Type: "watch", ID: id, Session: sid, FromSeq: view.LastSeq + 1}); err != nil {
+	if err := c.send(clientwire.WatchFrame{Type: clientwire.TypeWatch, ID: id, Session: sid, FromSeq: view.LastSeq + 1}); err != nil {
 		return nil, err
 	}
 	select {
 	case <-s.live:
 	case <-ctx.Done():
-		return nil, holdover.Newf(CodeUnavailable, "watch Session %s: %v", sid, ctx.Err())
+		return nil, holdover.Newf(clientwire.CodeUnavailable, "watch Session %s: %v", sid, ctx.Err())
 	}
 	if err := s.Err(); err != nil {
 		return nil, err
@@ -92,31 +93,33 @@ func (s *Session) View() projection.View {
 	return s.view
 }
 
-func (s *Session) onFrame(f serverFrame) {
+// onReady: the watch is live. The events themselves are the web
+// transcript's business; this Client waits for the watch to be live.
+func (s *Session) onReady() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch f.Type {
-	case "ready":
-		// The events themselves are the web transcript's business; this
-		// Client waits for the watch to be live.
-		if !s.isLive {
-			s.isLive = true
-			close(s.live)
-		}
-	case "view":
-		var v projection.View
-		if err := json.Unmarshal(f.View, &v); err != nil {
-			s.c.log.Warn("passed over a view that does not decode", "session", s.id, "err", err)
-			return
-		}
-		// The service's caught-up view may lead the bucket's: a view
-		// never replaces a newer one.
-		if v.LastSeq < s.view.LastSeq {
-			return
-		}
-		s.view = v
-		s.notify()
+	if !s.isLive {
+		s.isLive = true
+		close(s.live)
 	}
+}
+
+// onView takes a view frame's projection.
+func (s *Session) onView(view json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var v projection.View
+	if err := json.Unmarshal(view, &v); err != nil {
+		s.c.log.Warn("passed over a view that does not decode", "session", s.id, "err", err)
+		return
+	}
+	// The service's caught-up view may lead the bucket's: a view never
+	// replaces a newer one.
+	if v.LastSeq < s.view.LastSeq {
+		return
+	}
+	s.view = v
+	s.notify()
 }
 
 // onError ends the watch.
@@ -288,7 +291,7 @@ type questionPayload struct {
 // onRequest takes a forwarded request. Question requests join their
 // Session; anything else is delegated, as the web Client does with events
 // it does not handle.
-func (c *Conn) onRequest(f serverFrame) {
+func (c *Conn) onRequest(f clientwire.RequestFrame) {
 	c.mu.Lock()
 	if _, again := c.requests[f.ID]; again {
 		c.mu.Unlock()
@@ -302,13 +305,13 @@ func (c *Conn) onRequest(f serverFrame) {
 		}
 	}
 	c.mu.Unlock()
-	if s == nil || f.Event != QuestionRequestEvent {
-		_ = c.send(clientFrame{Type: "delegate", ID: f.ID})
+	if s == nil || f.Event != clientwire.QuestionRequestEvent {
+		_ = c.send(clientwire.DelegateFrame{Type: clientwire.TypeDelegate, ID: f.ID})
 		return
 	}
 	r, problem := newRequest(c, s, f)
 	if problem != "" {
-		_ = c.send(clientFrame{Type: "reject", ID: f.ID, Error: &holdover.Error{Code: holdover.CodeBadRequest, Message: problem}})
+		_ = c.send(clientwire.RejectFrame{Type: clientwire.TypeReject, ID: f.ID, Error: &holdover.Error{Code: holdover.CodeBadRequest, Message: problem}})
 		return
 	}
 	c.mu.Lock()
@@ -318,7 +321,7 @@ func (c *Conn) onRequest(f serverFrame) {
 }
 
 // newRequest reads a question request, or says what is wrong with it.
-func newRequest(c *Conn, s *Session, f serverFrame) (*Request, string) {
+func newRequest(c *Conn, s *Session, f clientwire.RequestFrame) (*Request, string) {
 	var p questionPayload
 	if err := json.Unmarshal(f.Payload, &p); err != nil {
 		return nil, "the request's payload is not a question request: " + err.Error()
@@ -338,7 +341,7 @@ func newRequest(c *Conn, s *Session, f serverFrame) (*Request, string) {
 
 // onCancel: the worker ended a request. That alone never says the question
 // was answered (C5); the projection does.
-func (c *Conn) onCancel(f serverFrame) {
+func (c *Conn) onCancel(f clientwire.CancelFrame) {
 	c.mu.Lock()
 	r := c.requests[f.ID]
 	delete(c.requests, f.ID)
@@ -412,28 +415,32 @@ func (r *Request) refused(err error) {
 // it (W8: the first outcome at the worker wins); the projection tells what
 // happened (C4).
 func (r *Request) Settle(answers []holdover.Answer) error {
-	return r.outcomeOnce("settle", clientFrame{Type: "settle", ID: r.ID, Value: holdover.Batch{Answers: answers}})
+	value, err := json.Marshal(holdover.Batch{Answers: answers})
+	if err != nil {
+		return holdover.Newf(holdover.CodeInternal, "encode the answers: %v", err)
+	}
+	return r.outcomeOnce(clientwire.SettleFrame{Type: clientwire.TypeSettle, ID: r.ID, Value: value})
 }
 
 // Reject fails the request with a coded error, e.g. after a terminal
 // claim failure (SPEC §7).
 func (r *Request) Reject(e *holdover.Error) error {
-	return r.outcomeOnce("reject", clientFrame{Type: "reject", ID: r.ID, Error: e})
+	return r.outcomeOnce(clientwire.RejectFrame{Type: clientwire.TypeReject, ID: r.ID, Error: e})
 }
 
 // Delegate passes the request on without answering it.
 func (r *Request) Delegate() error {
-	return r.outcomeOnce("delegate", clientFrame{Type: "delegate", ID: r.ID})
+	return r.outcomeOnce(clientwire.DelegateFrame{Type: clientwire.TypeDelegate, ID: r.ID})
 }
 
 // outcomeOnce sends the request's one outcome from this Client.
-func (r *Request) outcomeOnce(kind string, f clientFrame) error {
+func (r *Request) outcomeOnce(f clientwire.ClientFrame) error {
 	r.mu.Lock()
 	if r.outcome != "" {
 		r.mu.Unlock()
 		return holdover.Newf(holdover.CodeBadRequest, "request %s already has this Client's %s", r.ID, r.outcome)
 	}
-	r.outcome, r.refusal = kind, nil
+	r.outcome, r.refusal = f.FrameType(), nil
 	r.mu.Unlock()
 	return r.c.send(f)
 }
@@ -467,7 +474,7 @@ type ClaimStream struct {
 func (r *Request) AttachWait() (*ClaimStream, error) {
 	// The claim's end is a change of the Session: whoever waits on it
 	// looks again.
-	s, err := r.c.open(methodAttachWait, map[string]string{"session": r.s.id, "callId": r.CallID}, r.s.changedNow)
+	s, err := r.c.open(clientwire.MethodAttachWait, map[string]string{"session": r.s.id, "callId": r.CallID}, r.s.changedNow)
 	if err != nil {
 		return nil, err
 	}
@@ -499,13 +506,13 @@ func (c *ClaimStream) Remaining(ctx context.Context) (ms int64, ok bool, err err
 			RemainingMs *int64 `json:"remainingMs"`
 		}
 		if json.Unmarshal(data, &v) != nil || v.RemainingMs == nil || *v.RemainingMs < NoDeadline {
-			return 0, false, holdover.Newf(CodeBadFrame, "the attachWait frame carries no valid remainingMs: %s", data)
+			return 0, false, holdover.Newf(clientwire.CodeBadFrame, "the attachWait frame carries no valid remainingMs: %s", data)
 		}
 		return *v.RemainingMs, true, nil
 	case <-c.s.Done():
 		return 0, false, c.s.Err()
 	case <-ctx.Done():
-		return 0, false, holdover.Newf(CodeUnavailable, "wait for the claim's frame: %v", ctx.Err())
+		return 0, false, holdover.Newf(clientwire.CodeUnavailable, "wait for the claim's frame: %v", ctx.Err())
 	}
 }
 

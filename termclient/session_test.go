@@ -55,6 +55,6 @@ func TestEntriesJoinTheViewWithTheLiveRequests(t *testing.T) {
 	assert.Equal(t, "open · answer sent", statusOf(e))
 
 	// A view never replaces a newer one.
-	s.onFrame(serverFrame{Type: "view", View: []byte(`{"active":[],"settled":[],"lastSeq":3}`)})
+	s.onView([]byte(`{"active":[],"settled":[],"lastSeq":3}`))
 	assert.Len(t, s.View().Active, 3)
 }

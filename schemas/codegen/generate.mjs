@@ -11,8 +11,14 @@
 //
 // Each file has one root schema naming every shape it exports (EventBodies:
 // event type → body, read from event.json's dispatch; WireShapes: schema
-// file → shape), so every shared shape is declared once.
-import { readFile, writeFile, mkdir } from "node:fs/promises";
+// file → shape), so every shared shape is declared once. The web Client's
+// wire.ts also has the frames of the WebSocket protocol: every file of
+// websocket/client/ and websocket/gateway/ is in its WireShapes, and
+// ClientFrames and GatewayFrames map each frame type (its type member's
+// const) to its frame, so the union of either side's frames is
+// `ClientFrames[keyof ClientFrames]` and a frame added to the folder joins
+// it.
+import { readFile, readdir, writeFile, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compile } from "json-schema-to-typescript";
@@ -63,7 +69,33 @@ const root = {
   additionalProperties: false,
 };
 
-// The wire shapes each package reads or sends, by schema file.
+// The frames of one side of the WebSocket protocol: a root mapping each
+// frame type to its schema file, in the folder websocket/<side>/.
+async function frameMap(side, title, who) {
+  const dir = join(schemas, "websocket", side);
+  const files = (await readdir(dir)).filter((f) => f.endsWith(".json")).sort();
+  const properties = {};
+  for (const f of files) {
+    const doc = JSON.parse(await readFile(join(dir, f), "utf8"));
+    properties[doc.properties.type.const] = { $ref: `websocket/${side}/${f}` };
+  }
+  return {
+    files: Object.values(properties).map((p) => p.$ref),
+    root: {
+      title,
+      description: `Every frame ${who} sends on the WebSocket (docs/protocol.md), by type (schemas/websocket/${side}/).`,
+      type: "object",
+      properties,
+      required: Object.keys(properties),
+      additionalProperties: false,
+    },
+  };
+}
+const clientFrames = await frameMap("client", "ClientFrames", "a Client");
+const gatewayFrames = await frameMap("gateway", "GatewayFrames", "the gateway");
+
+// The wire shapes each package reads or sends, by schema file, and the
+// frame maps it has.
 const packages = [
   {
     dir: "web/src/generated",
@@ -76,7 +108,10 @@ const packages = [
       "replies/answer.json",
       "requests/discard.json",
       "replies/discard.json",
+      ...clientFrames.files,
+      ...gatewayFrames.files,
     ],
+    frameMaps: [clientFrames.root, gatewayFrames.root],
   },
   {
     dir: "sdk/typescript/src/generated",
@@ -130,7 +165,10 @@ const events = bodies + event;
 const check = process.argv.includes("--check");
 let stale = false;
 for (const pkg of packages) {
-  const wire = await compile(wireRoot(pkg), "WireShapes", { ...options, bannerComment: banner });
+  let wire = await compile(wireRoot(pkg), "WireShapes", { ...options, bannerComment: banner });
+  for (const root of pkg.frameMaps ?? []) {
+    wire += await compile(root, root.title, { ...options, bannerComment: "", declareExternallyReferenced: false });
+  }
   const outputs = { "events.ts": events, "wire.ts": wire };
   const dir = join(repo, pkg.dir);
   if (!check) await mkdir(dir, { recursive: true });

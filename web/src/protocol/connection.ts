@@ -115,7 +115,7 @@ export class Connection implements QuestionsTransport {
   }
 
   /** Calls an RPC method; rejects with a RemoteError carrying the gateway's or service's code. */
-  call(method: string, params: unknown): Promise<unknown> {
+  call(method: string, params: object): Promise<unknown> {
     if (this.ended) return Promise.reject(new RemoteError({ code: unavailable, message: "the connection to the gateway is closed" }));
     const id = this.id("c");
     return new Promise((resolve, reject) => {
@@ -125,7 +125,7 @@ export class Connection implements QuestionsTransport {
   }
 
   /** Opens a Remote stream. Its frames and its end arrive through handlers; close() ends it from this side. */
-  open(method: string, params: unknown, handlers: ClaimHandlers): Claim {
+  open(method: string, params: object, handlers: ClaimHandlers): Claim {
     const id = this.id("s");
     if (this.ended) {
       handlers.closed({ code: unavailable, message: "the connection to the gateway is closed" });
@@ -270,6 +270,7 @@ export class Connection implements QuestionsTransport {
         this.failed(frame.id, { code: frame.code, message: frame.message });
         return;
     }
+    frame satisfies never; // every frame type the schemas name is handled above
   }
 
   /** Routes an error frame to the call, stream or watch it names, else to the connection's handler. */

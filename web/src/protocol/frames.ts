@@ -1,18 +1,25 @@
 // The frames of the Client↔gateway WebSocket protocol (docs/protocol.md).
 // Every frame is one JSON object with a `type`. The verbs are generic: the
 // gateway maps them onto NATS subjects by rule and never looks inside a
-// question payload.
+// question payload. The frames' types are generated from their schemas
+// (schemas/websocket/, in ../generated/wire.ts); this file says how the
+// Client reads the gateway's, so a frame the schemas add or change that it
+// does not read fails `npm run typecheck`.
 
+import type { ClientFrames, EventsFrame, GatewayFrames, SummaryFrame, ViewFrame, WelcomeFrame } from "../generated/wire";
+import type * as schema from "../generated/wire";
 import type { Answer, Call, Question, SessionEvent, Settled, View, WireError } from "../wire";
 import { readAnswers, readQuestions } from "../wire";
+import type { Assert, Normalized, Reads } from "../conforms";
 import { isRecord } from "../json";
 
 /**
  * The protocol version the Client speaks, sent in hello; the welcome names
- * the one spoken on the connection. From 2 on a message from the gateway
- * may carry several frames (messageFrames); this Client reads both forms.
+ * the one spoken on the connection, one the gateway speaks. From 2 on a
+ * message from the gateway may carry several frames (messageFrames); this
+ * Client reads both forms.
  */
-export const protocolVersion = 2;
+export const protocolVersion = 2 satisfies WelcomeFrame["protocol"];
 
 /** The Remote Event name of a question request; the only one this Client answers. */
 export const questionRequestEvent = "user-questions/request";
@@ -27,34 +34,26 @@ export const Methods = {
   view: "userQuestions.view",
 } as const;
 
-/** Frames the Client sends. */
-export type ClientFrame =
-  | { type: "hello"; protocol: number; client: string; token?: string }
-  | { type: "watch"; id: string; session: string; fromSeq: number }
-  | { type: "unwatch"; id: string }
-  | { type: "settle"; id: string; value: unknown }
-  | { type: "reject"; id: string; error: WireError }
-  | { type: "delegate"; id: string }
-  | { type: "open"; id: string; method: string; params: unknown }
-  | { type: "close"; id: string }
-  | { type: "call"; id: string; method: string; params: unknown }
-  /** Opens the inbox feed: a summary of every Session the token grants that has questions; close ends it. */
-  | { type: "inbox"; id: string };
+/** A frame the Client sends (schemas/websocket/client/). */
+export type ClientFrame = ClientFrames[keyof ClientFrames];
 
-/** Frames the gateway sends. */
-export type ServerFrame =
-  | { type: "welcome"; protocol: number; clientId: string }
-  | { type: "events"; id: string; session: string; events: SessionEvent[] }
-  | { type: "view"; id: string; session: string; view: View }
-  /** A watch is live (with its session), or the inbox feed has sent what existed when it opened (without). */
-  | { type: "ready"; id: string; session?: string }
-  | { type: "summary"; id: string; sessions: SessionSummary[] }
-  | { type: "request"; id: string; session: string; event: string; payload: unknown }
-  | { type: "cancel"; id: string; session: string; reason?: string }
-  | { type: "frame"; id: string; data: unknown }
-  | { type: "close"; id: string; error?: WireError }
-  | { type: "result"; id: string; result: unknown }
-  | { type: "error"; id?: string; code: string; message: string };
+/**
+ * How the Client holds a gateway frame once read: its schema's type with
+ * lists never null (Normalized), except for what it reads into its own
+ * types: the welcome's version as a number (the rest of the welcome goes
+ * unused), events and views as ../wire.ts has them (a null view reads as
+ * an empty one), and summaries with their deadlines in milliseconds.
+ */
+interface Held {
+  welcome: Pick<WelcomeFrame, "type" | "clientId"> & { protocol: number };
+  events: Omit<Normalized<EventsFrame>, "events"> & { events: SessionEvent[] };
+  view: Omit<Normalized<ViewFrame>, "view"> & { view: View };
+  summary: Omit<Normalized<SummaryFrame>, "sessions"> & { sessions: SessionSummary[] };
+}
+type HeldFrame<T extends keyof GatewayFrames> = T extends keyof Held ? Held[T] : Normalized<GatewayFrames[T]>;
+
+/** A frame the gateway sends (schemas/websocket/gateway/), as the Client holds it. */
+export type ServerFrame = { [T in keyof GatewayFrames]: HeldFrame<T> }[keyof GatewayFrames];
 
 /** A frame that is not valid JSON or lacks a field its type requires. */
 export class ProtocolError extends Error {
@@ -87,44 +86,37 @@ export function messageFrames(text: string): unknown[] {
  */
 export function readServerFrame(v: unknown): ServerFrame | undefined {
   if (!isRecord(v) || typeof v.type !== "string") throw new ProtocolError("frame has no type");
-  const f = new Fields(v);
-  switch (v.type) {
-    case "welcome":
-      return { type: "welcome", protocol: f.number("protocol"), clientId: f.string("clientId") };
-    case "events":
-      return { type: "events", id: f.string("id"), session: f.string("session"), events: f.list("events", sessionEvent) };
-    case "view":
-      // null: the Session has no projection yet, which reads as one with no questions.
-      return { type: "view", id: f.string("id"), session: f.string("session"), view: v.view === null ? emptyView() : view(f.record("view")) };
-    case "ready":
-      return v.session === undefined ? { type: "ready", id: f.string("id") } : { type: "ready", id: f.string("id"), session: f.string("session") };
-    case "summary":
-      return { type: "summary", id: f.string("id"), sessions: f.list("sessions", sessionSummary) };
-    case "request":
-      return { type: "request", id: f.string("id"), session: f.string("session"), event: f.string("event"), payload: v.payload };
-    case "cancel": {
-      const frame: ServerFrame = { type: "cancel", id: f.string("id"), session: f.string("session") };
-      if (typeof v.reason === "string" && v.reason !== "") frame.reason = v.reason;
-      return frame;
-    }
-    case "frame":
-      return { type: "frame", id: f.string("id"), data: v.data };
-    case "close": {
-      const frame: ServerFrame = { type: "close", id: f.string("id") };
-      if (v.error !== undefined) frame.error = wireError(f.record("error"));
-      return frame;
-    }
-    case "result":
-      return { type: "result", id: f.string("id"), result: v.result };
-    case "error": {
-      const frame: ServerFrame = { type: "error", code: f.string("code"), message: f.string("message") };
-      if (v.id !== undefined) frame.id = f.string("id");
-      return frame;
-    }
-    default:
-      return undefined;
-  }
+  if (!Object.hasOwn(readers, v.type)) return undefined;
+  return readers[v.type as keyof GatewayFrames](new Fields(v), v);
 }
+
+/** The reader of each gateway frame: every type the schemas name has one. */
+const readers: { [T in keyof GatewayFrames]: (f: Fields, v: Record<string, unknown>) => HeldFrame<T> } = {
+  welcome: (f) => ({ type: "welcome", protocol: f.number("protocol"), clientId: f.string("clientId") }),
+  events: (f) => ({ type: "events", id: f.string("id"), session: f.string("session"), events: f.list("events", sessionEvent) }),
+  // null: the Session has no projection yet, which reads as one with no questions.
+  view: (f, v) => ({ type: "view", id: f.string("id"), session: f.string("session"), view: v.view === null ? emptyView() : view(f.record("view")) }),
+  ready: (f, v) => (v.session === undefined ? { type: "ready", id: f.string("id") } : { type: "ready", id: f.string("id"), session: f.string("session") }),
+  summary: (f) => ({ type: "summary", id: f.string("id"), sessions: f.list("sessions", sessionSummary) }),
+  request: (f, v) => ({ type: "request", id: f.string("id"), session: f.string("session"), event: f.string("event"), payload: v.payload }),
+  cancel: (f, v) => {
+    const frame: HeldFrame<"cancel"> = { type: "cancel", id: f.string("id"), session: f.string("session") };
+    if (typeof v.reason === "string" && v.reason !== "") frame.reason = v.reason;
+    return frame;
+  },
+  frame: (f, v) => ({ type: "frame", id: f.string("id"), data: v.data }),
+  close: (f, v) => {
+    const frame: HeldFrame<"close"> = { type: "close", id: f.string("id") };
+    if (v.error !== undefined) frame.error = wireError(f.record("error"));
+    return frame;
+  },
+  result: (f, v) => ({ type: "result", id: f.string("id"), result: v.result }),
+  error: (f, v) => {
+    const frame: HeldFrame<"error"> = { type: "error", code: f.string("code"), message: f.string("message") };
+    if (v.id !== undefined) frame.id = f.string("id");
+    return frame;
+  },
+};
 
 /** Reads required fields of one object, naming the first one that is missing. */
 class Fields {
@@ -160,9 +152,10 @@ function sessionEvent(x: unknown): SessionEvent {
 }
 
 /**
- * One Session of the inbox feed: its projection's active calls, how many
- * calls it settled, its last folded seq, and the Host deadlines of its
- * live timed waits by call id (display only: a countdown comes from a claim, W3).
+ * One Session of the inbox feed (schema.SessionSummary): its projection's
+ * active calls, how many calls it settled, its last folded seq, and the
+ * Host deadlines of its live timed waits by call id (display only: a
+ * countdown comes from a claim, W3), in milliseconds since the epoch.
  */
 export interface SessionSummary {
   session: string;
@@ -247,3 +240,10 @@ function wireError(x: Record<string, unknown>): WireError {
   const f = new Fields(x, "error");
   return { code: f.string("code"), message: typeof x.message === "string" ? x.message : "" };
 }
+
+// ---- checked against the schemas ----
+
+export type FrameConformance = [
+  Assert<Reads<Omit<SessionEvent, "data">, Omit<schema.SessionEvent, "data">>>,
+  Assert<Reads<Omit<SessionSummary, "deadlines">, Omit<schema.SessionSummary, "deadlines">>>,
+];
